@@ -1,0 +1,243 @@
+r"""The s-sparse radius-truncated mechanisms on the integers (output alphabet Z).
+
+* :class:`SparseLaplace` (Definition 6):
+  ``Q(y | x) = exp(-lam |x - y|) / C_t * 1{|x - y| <= t}``,
+  ``C_t = 1 + 2 sum_{j=1}^t exp(-lam j)``.
+* :class:`SparseGaussian` (Definition 8):
+  ``G(y | x) = exp(-(x - y)^2 / (2 sigma^2)) / Gamma_t * 1{|x - y| <= t}``.
+
+Here ``s`` is odd and ``t = (s - 1)/2`` is the window radius.  Both are
+translation invariant, so every privacy quantity depends on the separation
+``h = |x - x'|`` only (Theorems 3 and 6), and by the reflection ``y -> -y`` the
+two orders of a pair give the same defect (NOTES item 3).
+
+The privacy range ``H`` (Definition 5) is the largest separation protected:
+``(eps, delta)``-LDP on range ``H`` means ``delta_h(eps) <= delta`` for
+``1 <= h <= H``.
+
+A mechanism is a frozen, validated value; computing things about it lives in
+:mod:`sparseldp.accounting`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from . import accounting
+from ._kernels import GaussianKernel, LaplaceKernel
+from ._validation import (
+    check_eps_array,
+    check_int,
+    check_int_array,
+    check_odd_s,
+    check_positive,
+    check_probability,
+)
+
+__all__ = ["SparseLaplace", "SparseGaussian", "RadiusMechanism"]
+
+
+class RadiusMechanism:
+    """Behaviour shared by the two families; subclasses define the kernel."""
+
+    s: int
+    family: str = ""
+
+    # -- description -------------------------------------------------------
+    @property
+    def t(self) -> int:
+        """Window radius ``t = (s - 1) / 2``."""
+        return (self.s - 1) // 2
+
+    @property
+    def radius(self) -> int:
+        return self.t
+
+    def _kernel(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @cached_property
+    def kernel(self):
+        return self._kernel()
+
+    @property
+    def parameter(self) -> tuple[str, float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        name, value = self.parameter
+        return {"family": self.family, name: value, "s": self.s}
+
+    # -- distribution ------------------------------------------------------
+    def logpmf(self, y, x=0):
+        """``log M(y | x)``, ``-inf`` outside the window; broadcasts like numpy.
+
+        Computed as ``log w(y - x) - log C_t`` directly (never ``log(pmf)``),
+        so it stays finite far into the tails, e.g. ``lam = 100, |y - x| = t``.
+        """
+        y = check_int_array(y, "y")
+        x = check_int_array(x, "x")
+        d = y - x
+        out = self.kernel.log_w(d) - self.kernel.log_normalizer
+        return np.where(np.abs(d) <= self.t, out, -np.inf)[()]
+
+    def pmf(self, y, x=0):
+        """``M(y | x)``, 0 outside the window; broadcasts like numpy."""
+        return np.exp(self.logpmf(y, x))
+
+    def support(self, x=0) -> np.ndarray:
+        """The window ``S(x) = {x - t, ..., x + t}``."""
+        x = check_int(x, "x")
+        return np.arange(x - self.t, x + self.t + 1, dtype=np.int64)
+
+    # -- accounting --------------------------------------------------------
+    def defect(self, eps, h) -> accounting.Defect:
+        """Ordered defect ``delta_h(eps)`` with its split (Theorems 3/6, Remark 2).
+
+        ``total = support_leakage + overlap``; ``support_leakage`` is
+        ``M(S(0) \\ S(h) | 0)`` and ``overlap`` the positive part on
+        ``S(0) & S(h)``.  ``eps`` and ``h`` broadcast; ``h > 2t`` gives exactly
+        ``1.0`` (disjoint windows).  Exact up to floating-point rounding.
+        """
+        e = check_eps_array(eps, "eps")
+        hh = check_int_array(h, "h", minimum=0)
+        total, leak, ov = accounting.defect_parts(self.kernel, e, hh)
+        return accounting.Defect(total[()], leak[()], ov[()])
+
+    def delta(self, eps, h):
+        """The separation defect ``delta_h(eps)`` (Theorem 3 / Theorem 6); exactly 1.0 for ``h > 2t``."""
+        return self.defect(eps, h).total
+
+    def delta_star(self, eps, H):
+        """``delta*(eps; H) = max_{1 <= h <= H} delta_h(eps)`` (Section V).
+
+        ``eps`` may be an array: the result is then the privacy profile
+        ``eps -> delta*`` with the same shape.  Cost O(H) per eps.
+        """
+        e = check_eps_array(eps, "eps")
+        H = check_int(H, "H", minimum=1)
+        return accounting.delta_profile(self.kernel, e, H)[0][()]
+
+    def epsilon(self, delta, H) -> float:
+        """Smallest ``eps >= 0`` with ``delta_star(eps, H) <= delta`` (rounded up, rel. 1e-12).
+
+        Raises :class:`sparseldp.InfeasibleError` when the support leakage alone
+        exceeds ``delta`` for some ``h <= H`` (then no ``eps`` works).
+        """
+        delta = check_probability(delta, "delta")
+        H = check_int(H, "H", minimum=1)
+        return accounting.epsilon_for_delta(self.kernel, delta, H)
+
+    def is_ldp(self, eps, delta, H) -> bool:
+        """Whether the mechanism is ``(eps, delta)``-LDP on range ``H``."""
+        delta = check_probability(delta, "delta")
+        return bool(self.delta_star(eps, H) <= delta)
+
+    # -- distortion --------------------------------------------------------
+    @cached_property
+    def _moments(self):
+        s1, s2 = self.kernel.moment_sums()
+        c = math.exp(self.kernel.log_normalizer)
+        return 2.0 * s1 / c, 2.0 * s2 / c
+
+    @property
+    def r1(self) -> float:
+        """``R1 = E|Y - x| = 2 sum_{j=1}^t j w(j) / C_t`` (Propositions 1 and 3)."""
+        return self._moments[0]
+
+    @property
+    def r2(self) -> float:
+        """``R2 = E(Y - x)^2 = 2 sum_{j=1}^t j^2 w(j) / C_t`` (Propositions 1 and 3).
+
+        Since the mechanism is symmetric, ``E[Y | x] = x`` and ``R2`` is the
+        variance of the report (NOTES item 9).
+        """
+        return self._moments[1]
+
+
+@dataclass(frozen=True, eq=True)
+class SparseLaplace(RadiusMechanism):
+    """s-sparse discrete-Laplace mechanism ``Q_{lam,s}`` (Definition 6).
+
+    ``Q(y | x) = exp(-lam |x - y|) / C_t`` for ``|x - y| <= t = (s-1)/2``.
+
+    Parameters
+    ----------
+    lam : float
+        Inverse temperature, finite and > 0.
+    s : int
+        Support size, odd and >= 1.  Use :meth:`from_radius` to give ``t``.
+
+    Examples
+    --------
+    >>> m = SparseLaplace(lam=0.5, s=7)
+    >>> round(float(m.delta_star(1.0, 3)), 4)
+    0.4686
+    """
+
+    lam: float
+    s: int
+    family: str = field(default="laplace", init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "lam", check_positive(self.lam, "lam"))
+        object.__setattr__(self, "s", check_odd_s(self.s, "s"))
+
+    @classmethod
+    def from_radius(cls, *, lam, t) -> "SparseLaplace":
+        """The radius-``t`` mechanism ``Q_{lam,r}`` of Definition 4, i.e. ``s = 2t + 1``."""
+        t = check_int(t, "t", minimum=0)
+        return cls(lam=lam, s=2 * t + 1)
+
+    def _kernel(self):
+        return LaplaceKernel(self.lam, self.t)
+
+    @property
+    def parameter(self):
+        return ("lam", self.lam)
+
+
+@dataclass(frozen=True, eq=True)
+class SparseGaussian(RadiusMechanism):
+    """s-sparse Gaussian mechanism ``G_{sigma,s}`` (Definition 8).
+
+    ``G(y | x) = exp(-(x - y)^2 / (2 sigma^2)) / Gamma_t`` for ``|x - y| <= t``.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale, finite and > 0.
+    s : int
+        Support size, odd and >= 1.  Use :meth:`from_radius` to give ``t``.
+
+    Examples
+    --------
+    >>> m = SparseGaussian(sigma=2.0, s=7)
+    >>> round(float(m.delta_star(1.0, 3)), 4)
+    0.4173
+    """
+
+    sigma: float
+    s: int
+    family: str = field(default="gaussian", init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "sigma", check_positive(self.sigma, "sigma"))
+        object.__setattr__(self, "s", check_odd_s(self.s, "s"))
+
+    @classmethod
+    def from_radius(cls, *, sigma, t) -> "SparseGaussian":
+        """The radius-``t`` mechanism ``G_{sigma,r}`` of Definition 7, i.e. ``s = 2t + 1``."""
+        t = check_int(t, "t", minimum=0)
+        return cls(sigma=sigma, s=2 * t + 1)
+
+    def _kernel(self):
+        return GaussianKernel(self.sigma, self.t)
+
+    @property
+    def parameter(self):
+        return ("sigma", self.sigma)
