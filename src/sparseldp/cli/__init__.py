@@ -1,0 +1,67 @@
+"""The ``sparseldp`` command line (typer + rich).
+
+Each command lives in its own module below this package and registers itself
+on :data:`app`.  :func:`main` is the console entry point: any ``TypeError`` or
+``ValueError`` raised by the library (bad parameters, infeasible targets,
+malformed files) becomes one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="sparseldp",
+    help="Sparse local differential privacy: exact accounting, design, privatization and estimation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Command modules, each registering its commands on ``app`` when imported.
+COMMAND_MODULES = ["account", "design", "reproduce", "privatize", "estimate", "compare"]
+
+for _name in COMMAND_MODULES:
+    try:
+        importlib.import_module(f"{__name__}.{_name}")
+    except ModuleNotFoundError as exc:  # a command not written yet must not break the others
+        if exc.name != f"{__name__}.{_name}":
+            raise
+
+
+def fail(message: str) -> "typer.Exit":
+    """Print one line on stderr and return the exit to raise (status 2)."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point; returns the exit status."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except (ValueError, TypeError) as exc:
+        msg = " ".join(str(exc).split())
+        typer.echo(f"error: {msg}", err=True)
+        return 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except SystemExit as exc:  # pragma: no cover - typer internals
+        return int(exc.code or 0)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
+            return 2
+        if isinstance(exc, click.exceptions.Abort):
+            typer.echo("error: aborted", err=True)
+            return 2
+        raise
+    return 0
+
+
+def _entry() -> None:  # pragma: no cover
+    sys.exit(main())

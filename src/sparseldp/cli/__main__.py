@@ -1,0 +1,3 @@
+from . import _entry
+
+_entry()
