@@ -27,7 +27,7 @@ def logsubexp(x, y):
     """``log(exp(x) - exp(y))`` for ``x >= y``, elementwise; ``-inf`` when equal."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         out = x + np.log(-np.expm1(y - x))
     return np.where((y >= x) | np.isneginf(x), _NEG_INF, np.where(np.isneginf(y), x, out))
 

@@ -1,0 +1,233 @@
+r"""The paper's closed-form results besides the exact defects.
+
+Each function says which way it errs:
+
+* :func:`minimum_support` — Theorem 4 (and its Gaussian twin): necessary,
+  ``delta_h = 1`` exactly when ``h > s - 1``.
+* :func:`laplace_clean_delta` — Theorem 5's identity (exact, under its conditions).
+* :func:`laplace_clean_bound` — Theorem 5's bound: an *upper* bound on ``delta_star``.
+* :func:`laplace_sufficient_support` — Corollary 2: a *sufficient* ``s`` (an
+  upper bound on the smallest feasible one; see :func:`sparseldp.smallest_support`
+  for the exact value).
+* :func:`gaussian_clean_delta`, :func:`gaussian_clean_bound` — Theorem 7.
+* :func:`gaussian_window` — Corollary 4: a range of sufficient ``s``.
+* :func:`kappa` — Proposition 4's overlap threshold (exact).
+* :func:`laplace_pure_sufficient` — Corollary 1: sufficient for pure LDP under
+  common support.
+
+All functions validate their arguments and raise ``ValueError`` when a
+theorem's hypotheses fail, naming the hypothesis, rather than returning a
+number that would not be a bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._kernels import GaussianKernel, LaplaceKernel
+from ._validation import (
+    check_int,
+    check_int_array,
+    check_nonnegative,
+    check_odd_s,
+    check_positive,
+    check_probability,
+)
+
+__all__ = [
+    "minimum_support",
+    "is_trivially_infeasible",
+    "laplace_clean_delta",
+    "laplace_clean_bound",
+    "laplace_sufficient_support",
+    "gaussian_clean_delta",
+    "gaussian_clean_bound",
+    "gaussian_window",
+    "kappa",
+    "laplace_pure_sufficient",
+]
+
+
+def _odd_ceil(x: float) -> int:
+    """Smallest odd integer >= x."""
+    n = math.ceil(x)
+    return n if n % 2 == 1 else n + 1
+
+
+def minimum_support(H) -> int:
+    """Smallest odd ``s`` with ``s >= H + 1`` (Theorem 4; Theorem 8 for the Gaussian).
+
+    Any ``s`` below it has ``delta_H = 1``: the windows of two inputs ``H``
+    apart are disjoint, so no ``delta < 1`` is possible.  Necessary, not sufficient.
+    """
+    H = check_int(H, "H", minimum=0)
+    return _odd_ceil(H + 1)
+
+
+def is_trivially_infeasible(*, s, H) -> bool:
+    """True when ``s - 1 < H`` (Theorem 4): then ``delta_star = 1`` for every eps."""
+    s = check_odd_s(s)
+    H = check_int(H, "H", minimum=0)
+    return s - 1 < H
+
+
+def _clean_conditions_laplace(eps, lam, s, H):
+    if lam * H > eps:
+        raise ValueError(
+            f"Theorem 5 needs lam * H <= eps; got lam * H = {lam * H:g} > eps = {eps:g}"
+        )
+    if s < 2 * H + 1:
+        raise ValueError(f"Theorem 5 needs s >= 2H + 1 = {2 * H + 1}; got s = {s}")
+
+
+def laplace_clean_delta(*, eps, lam, s, h, H=None):
+    r"""Theorem 5: ``delta_h = C_t^{-1} sum_{j=t-h+1}^{t} e^{-lam j}`` (pure support leakage).
+
+    Exact when ``lam H <= eps`` and ``s >= 2H + 1`` (``H`` defaults to ``max(h)``);
+    ``ValueError`` otherwise.  Broadcasts over ``h``.
+    """
+    eps = check_nonnegative(eps, "eps")
+    lam = check_positive(lam, "lam")
+    s = check_odd_s(s)
+    h = check_int_array(h, "h", minimum=0)
+    H = int(h.max(initial=0)) if H is None else check_int(H, "H", minimum=0)
+    if h.size and h.max() > H:
+        raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
+    _clean_conditions_laplace(eps, lam, s, H)
+    k = LaplaceKernel(lam, (s - 1) // 2)
+    t = k.t
+    return np.exp(k.log_range_nonneg(t - h + 1, t) - k.log_normalizer)[()]
+
+
+def laplace_clean_bound(*, eps, lam, s, H, loose=False) -> float:
+    r"""Theorem 5's bound ``delta_star <= H e^{-lam (t - H + 1)} / C_t`` (``<= H e^{-lam(t-H+1)}``).
+
+    An upper bound on ``delta_star(eps, lam, s; H)`` under ``lam H <= eps`` and
+    ``s >= 2H + 1``; ``loose=True`` gives the second, normalizer-free form.
+    """
+    eps = check_nonnegative(eps, "eps")
+    lam = check_positive(lam, "lam")
+    s = check_odd_s(s)
+    H = check_int(H, "H", minimum=1)
+    _clean_conditions_laplace(eps, lam, s, H)
+    t = (s - 1) // 2
+    log_b = math.log(H) - lam * (t - H + 1)
+    if not loose:
+        log_b -= LaplaceKernel(lam, t).log_normalizer
+    return math.exp(log_b)
+
+
+def laplace_sufficient_support(*, eps, delta, H, lam=None) -> int:
+    r"""Corollary 2: the smallest odd ``s >= 2H - 1 + (2/lam) log(H/delta)`` (also ``>= 2H + 1``).
+
+    Sufficient for ``(eps, delta)``-LDP on range ``H`` when ``lam H <= eps``;
+    ``lam`` defaults to the largest overlap-compatible value ``eps / H``.  It
+    over-estimates the exact smallest support
+    (:func:`sparseldp.smallest_support`).
+    """
+    eps = check_positive(eps, "eps")
+    delta = check_probability(delta, "delta")
+    H = check_int(H, "H", minimum=1)
+    if delta <= 0:
+        raise ValueError("delta must be > 0 for Corollary 2; got 0")
+    lam = eps / H if lam is None else check_positive(lam, "lam")
+    if lam * H > eps * (1 + 1e-15):
+        raise ValueError(f"Corollary 2 needs lam * H <= eps; got lam * H = {lam * H:g} > eps = {eps:g}")
+    need = 2 * H - 1 + (2.0 / lam) * math.log(H / delta)
+    return _odd_ceil(max(need, 2 * H + 1))
+
+
+def kappa(h, *, eps, sigma):
+    r"""Proposition 4: ``kappa_h = h/2 - sigma^2 eps / h``.
+
+    For ``0 < h <= 2t`` the Gaussian overlap term is positive only at indices
+    ``k < kappa_h``.  Broadcasts over ``h``.
+    """
+    h = check_int_array(h, "h", minimum=1)
+    eps = check_nonnegative(eps, "eps")
+    sigma = check_positive(sigma, "sigma")
+    return (h / 2.0 - sigma * sigma * eps / h)[()]
+
+
+def _clean_conditions_gaussian(eps, sigma, s, H):
+    t = (s - 1) // 2
+    need = H * (2 * t - H) / (2 * sigma * sigma)
+    if eps < need:
+        raise ValueError(f"Theorem 7 needs eps >= H(2t - H)/(2 sigma^2) = {need:g}; got eps = {eps:g}")
+    if s < 2 * H + 1:
+        raise ValueError(f"Theorem 7 needs s >= 2H + 1 = {2 * H + 1}; got s = {s}")
+
+
+def gaussian_clean_delta(*, eps, sigma, s, h, H=None):
+    r"""Theorem 7: ``delta_h = Gamma_t^{-1} sum_{j=t-h+1}^{t} e^{-j^2/(2 sigma^2)}``.
+
+    Exact when ``eps >= H(2t - H)/(2 sigma^2)`` and ``s >= 2H + 1``.
+    """
+    eps = check_nonnegative(eps, "eps")
+    sigma = check_positive(sigma, "sigma")
+    s = check_odd_s(s)
+    h = check_int_array(h, "h", minimum=0)
+    H = int(h.max(initial=0)) if H is None else check_int(H, "H", minimum=0)
+    if h.size and h.max() > H:
+        raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
+    _clean_conditions_gaussian(eps, sigma, s, H)
+    k = GaussianKernel(sigma, (s - 1) // 2)
+    t = k.t
+    return np.exp(k.log_range_nonneg(t - h + 1, t) - k.log_normalizer)[()]
+
+
+def gaussian_clean_bound(*, eps, sigma, s, H, loose=False) -> float:
+    r"""Theorem 7's bound ``delta_star <= H e^{-(t-H+1)^2/(2 sigma^2)} / Gamma_t``.
+
+    An upper bound under the theorem's conditions; ``loose=True`` drops ``Gamma_t``.
+    """
+    eps = check_nonnegative(eps, "eps")
+    sigma = check_positive(sigma, "sigma")
+    s = check_odd_s(s)
+    H = check_int(H, "H", minimum=1)
+    _clean_conditions_gaussian(eps, sigma, s, H)
+    t = (s - 1) // 2
+    log_b = math.log(H) - (t - H + 1) ** 2 / (2 * sigma * sigma)
+    if not loose:
+        log_b -= GaussianKernel(sigma, t).log_normalizer
+    return math.exp(log_b)
+
+
+def gaussian_window(*, eps, delta, sigma, H) -> tuple[int, int] | None:
+    r"""Corollary 4: odd ``s`` with
+    ``2H - 1 + 2 sqrt(2 sigma^2 log(H/delta)) <= s <= H + 1 + 2 sigma^2 eps / H``.
+
+    Every odd ``s`` in the returned inclusive range ``(s_lo, s_hi)`` is
+    sufficient for ``(eps, delta)``-LDP on range ``H``; ``None`` when the window
+    is empty.  (Theorem 7 also needs ``s >= 2H + 1``; for ``delta < H`` the
+    lower end already implies it for integer ``t``, NOTES item 5, and we
+    enforce it anyway.)
+    """
+    eps = check_nonnegative(eps, "eps")
+    delta = check_probability(delta, "delta")
+    sigma = check_positive(sigma, "sigma")
+    H = check_int(H, "H", minimum=1)
+    if delta <= 0:
+        raise ValueError("delta must be > 0 for Corollary 4; got 0")
+    lo_t = H - 1 + math.sqrt(2 * sigma * sigma * max(math.log(H / delta), 0.0))
+    hi_t = H / 2 + sigma * sigma * eps / H
+    t_lo = max(math.ceil(lo_t - 1e-12), H)
+    t_hi = math.floor(hi_t + 1e-12)
+    if t_lo > t_hi:
+        return None
+    return 2 * t_lo + 1, 2 * t_hi + 1
+
+
+def laplace_pure_sufficient(*, eps, lam, D, log_normalizer_ratio=0.0) -> bool:
+    r"""Corollary 1: ``lam D + log(Z_{x'}/Z_x) <= eps`` implies pure ``eps``-LDP under common support.
+
+    ``D`` is the input diameter; with equal normalizers (``log_normalizer_ratio
+    = 0``) the condition is ``lam D <= eps``.  Sufficient, not necessary; it
+    says nothing when supports differ (then pure LDP fails, Theorem 1).
+    """
+    eps = check_nonnegative(eps, "eps")
+    lam = check_positive(lam, "lam")
+    D = check_int(D, "D", minimum=0)
+    return lam * D + float(log_normalizer_ratio) <= eps
