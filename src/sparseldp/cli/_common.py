@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -157,47 +155,21 @@ def fmt(x, digits: int = 6) -> str:
 # -- files ------------------------------------------------------------------------
 
 
-def ensure_directory(path) -> Path:
-    """Create directory ``path`` (and parents); ``ValueError`` if it cannot be one."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"output directory {str(path)!r} exists and is not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"cannot create output directory {str(path)!r}: {exc.strerror or exc}") from None
-    return path
-
-
 def atomic_write_bytes(path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and a rename.
+    """Write ``data`` to ``path`` via a temporary file in the same directory and a rename
+    (:func:`sparseldp.reproduce.atomic_write`); ``ValueError`` naming the path on failure."""
+    from ..reproduce import atomic_write
 
-    Readers see either the old file or the complete new one; on any failure
-    the temporary file is removed and a ``ValueError`` names the path.
-    """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise ValueError(f"cannot write {str(path)!r}: directory {str(directory)!r} does not exist")
-    # os.open with mode 0o666 honours the umask (mkstemp would force 0o600)
-    tmp = str(directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as exc:
-        raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return atomic_write(path, data)
 
 
 def atomic_write_text(path, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     return atomic_write_bytes(path, text.encode("utf-8"))
 
+
+def ensure_directory(path) -> Path:
+    """Create directory ``path`` (and parents); ``ValueError`` if it cannot be one."""
+    from ..reproduce import ensure_directory as _ensure
+
+    return _ensure(path)
