@@ -31,15 +31,13 @@ import importlib
 
 from .errors import InfeasibleError
 from .mechanisms import SparseGaussian, SparseLaplace
+from .design import Design, design, smallest_support  # eager: the function shadows the module name
 
 __version__ = "0.1.0"
 
 # Public names served lazily from their modules, so that importing sparseldp
 # stays light and each layer loads only when used.
 _LAZY = {
-    "smallest_support": "design",
-    "design": "design",
-    "Design": "design",
     "SparseChannel": "channel",
     "estimate_frequencies": "estimation",
     "estimate_mean": "estimation",
@@ -54,7 +52,10 @@ _LAZY = {
     "io": None,
 }
 
-__all__ = ["InfeasibleError", "SparseLaplace", "SparseGaussian", "__version__", *_LAZY]
+__all__ = [
+    "InfeasibleError", "SparseLaplace", "SparseGaussian", "Design", "design", "smallest_support",
+    "__version__", *_LAZY,
+]
 
 
 def __getattr__(name: str):
