@@ -140,13 +140,15 @@ def figure_data(number: int) -> FigureData:
         raise ValueError(f"figure number must be one of 1, 2, 3, 4; got {number!r}")
     spec = FIGURES[number - 1]
     x = spec.values()
-    ds, r1 = _evaluate(spec, x)
     extra = {}
     if spec.table is not None:
         table = compute_table(EXPERIMENTS[spec.table - 1])
         extra["table_x"] = np.asarray(table.column(spec.swept), dtype=float)
         extra["table_delta_star"] = np.asarray(table.column("delta_star"))
         extra["table_r1"] = np.asarray(table.column("r1"))
+        # the curve passes exactly through the marked rows
+        x = np.union1d(x, extra["table_x"])
+    ds, r1 = _evaluate(spec, x)
     if spec.swept != "s":
         from scipy.optimize import minimize_scalar
 
