@@ -279,3 +279,25 @@ def test_epsilon_infeasible_raises():
     with pytest.raises(InfeasibleError, match="support leakage"):
         m.epsilon(0.01, 3)
     assert isinstance(InfeasibleError("x"), ValueError)
+
+
+@pytest.mark.parametrize("kind,param,s,eps", [
+    ("laplace", 0.05, 1001, 1.0), ("laplace", 0.4, 121, 1.0), ("gaussian", 10.0, 151, 1.0),
+    ("gaussian", 3.0, 61, 2.0), ("laplace", 1.5, 41, 1.0),
+])
+def test_relative_accuracy_against_50_digit_arithmetic(kind, param, s, eps):
+    # log-space evaluation keeps tiny defects (down to 1e-14) accurate relatively, not just absolutely
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    t = (s - 1) // 2
+    if kind == "laplace":
+        w = lambda k: mp.e ** (-mp.mpf(param) * abs(k))
+    else:
+        w = lambda k: mp.e ** (-mp.mpf(k) ** 2 / (2 * mp.mpf(param) ** 2))
+    C = mp.fsum(w(k) for k in range(-t, t + 1))
+    E = mp.e ** mp.mpf(eps)
+    m = make(kind, param, s)
+    for h in (1, 3, 10):
+        exact = (mp.fsum(w(k) for k in range(-t, h - t))
+                 + mp.fsum(max(w(k) - E * w(k - h), 0) for k in range(h - t, t + 1))) / C
+        assert float(m.delta(eps, h)) == pytest.approx(float(exact), rel=1e-12)
