@@ -50,6 +50,8 @@ _LAZY = {
     "channel": None,
     "spec": None,
     "io": None,
+    "reproduce": None,
+    "figures": None,
 }
 
 __all__ = [
