@@ -49,7 +49,7 @@ def reproduce_command(
 ) -> None:
     """Tables I-IV (CSV, Markdown, LaTeX) and Figures 1-4 (PNG, PDF), computed exactly."""
     from ..figures import render_figures
-    from ..reproduce import ensure_directory, render_tables, tables, write_files
+    from ..reproduce import render_tables, tables, write_files
 
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out must be a directory; {str(out)!r} is a file")
@@ -57,7 +57,6 @@ def reproduce_command(
     files: dict[str, bytes | str] = dict(render_tables(computed))
     files.update(render_figures())
     _print_tables(computed)
-    ensure_directory(out)
     written = write_files(out, files)
     console = stdout_console()
     console.print(f"wrote {len(written)} files to {out}/:")
