@@ -50,16 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except SystemExit as exc:  # pragma: no cover - typer internals
         return int(exc.code or 0)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
-            return 2
-        if isinstance(exc, click.exceptions.Abort):
-            typer.echo("error: aborted", err=True)
-            return 2
-        raise
+    except typer.exceptions.Abort:
+        typer.echo("error: aborted", err=True)
+        return 2
+    except typer.exceptions.TyperException as exc:  # usage errors (typer's bundled click)
+        text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        typer.echo(f"error: {' '.join(text.split())}", err=True)
+        return 2
     return 0
 
 
