@@ -272,7 +272,10 @@ class SparseChannel:
 
         Use this when weights underflow in linear space (e.g. ``lam |x - y|``
         in the thousands): normalization is done in log space and the support
-        is kept exactly.
+        is kept exactly.  Build the matrix from explicit entries, e.g.
+        ``scipy.sparse.coo_array((logw, (rows, cols)), shape=...)``: converting
+        a dense array drops the entries equal to ``0.0``, which here are log
+        weights of 1, not absent outputs.
         """
         if not sp.issparse(log_weights):
             raise TypeError(
@@ -286,7 +289,7 @@ class SparseChannel:
         coo = sp.coo_array(log_weights)
         vals = np.asarray(coo.data, dtype=float)
         if np.isnan(vals).any() or np.isposinf(vals).any():
-            bad = vals[np.isnan(vals) | np.isposinf(vals)][0]
+            bad = float(vals[np.isnan(vals) | np.isposinf(vals)][0])
             raise ValueError(f"log_weights must be real numbers < +inf (or -inf outside the support); got {bad!r}")
         keep = vals > _NEG_INF
         rows, cols, vals = coo.row[keep].astype(np.int64), coo.col[keep].astype(np.int64), vals[keep]
@@ -747,7 +750,7 @@ def _weights_to_log_csr(weights):
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"weights must be finite and >= 0; got {vals[k]!r} at (row {int(rows[k])}, column {int(cols[k])})"
+            f"weights must be finite and >= 0; got {float(vals[k])!r} at (row {int(rows[k])}, column {int(cols[k])})"
         )
     keep = vals > 0
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
@@ -1153,6 +1156,8 @@ def _epsilon(ch: SparseChannel, delta: float, H, rtol: float) -> float:
     flat = ch._flat()
 
     def slope_at(eps_v, pi, pj):
+        if eps_v > _EPS_LINEAR_MAX:
+            return 0.0  # tangent steps are only taken in the linear range; bisection beyond
         blk = _FlatBlock(flat, np.array([pi]), np.array([pj]))
         return float(blk.slope(eps_v)[0])
 
