@@ -158,6 +158,39 @@ class RadiusMechanism:
         """
         return self._moments[1]
 
+    # -- sampling (sparseldp.sampling; imported lazily, arrows point down) --
+    def sample(self, x, *, rng=None):
+        """Privatize integer input(s) ``x``: ``x + K`` with ``K`` from :meth:`sampling_pmf`.
+
+        ``rng=None`` (default) uses the operating system's secure source; an
+        int seed, SeedSequence or numpy Generator gives reproducible simulation
+        and is not for production.  Returns int64 with the shape of ``x``.
+        See :func:`sparseldp.sampling.sample`.
+        """
+        from . import sampling
+
+        return sampling.sample(self, x, rng=rng)
+
+    def sampling_pmf(self):
+        """``(offsets -t..t, exact Fractions c_k / 2^64)``: the distribution actually sampled.
+
+        See :func:`sparseldp.sampling.sampling_pmf`.
+        """
+        from . import sampling
+
+        return sampling.sampling_pmf(self)
+
+    def certify(self, eps, H):
+        """Rigorous (outward-rounded) bounds on ``delta*(eps; H)`` of the realized sampler.
+
+        Returns a frozen :class:`sparseldp.sampling.Certificate`; its
+        ``delta_star_upper`` is never below the exact value for the sampled
+        distribution.  See :func:`sparseldp.sampling.certify`.
+        """
+        from . import sampling
+
+        return sampling.certify(self, eps, H)
+
 
 @dataclass(frozen=True, eq=True)
 class SparseLaplace(RadiusMechanism):
