@@ -233,6 +233,19 @@ class TestBattery:
                 want = P[r] @ np.abs(y - xv) ** order
                 assert case.distortion(order)[r] == pytest.approx(want, rel=1e-13, abs=1e-14)
 
+    def test_pickle_round_trip(self, case):
+        import copy
+        import pickle
+
+        back = pickle.loads(pickle.dumps(case))
+        assert (back.matrix != case.matrix).nnz == 0
+        np.testing.assert_array_equal(back.log_matrix.data, case.log_matrix.data)
+        np.testing.assert_array_equal(back.inputs, case.inputs)
+        np.testing.assert_array_equal(back.outputs, case.outputs)
+        assert (back.family, back.param, back.domain, back.window) == (case.family, case.param, case.domain, case.window)
+        assert back.delta(1.0, 2) == case.delta(1.0, 2)
+        assert copy.deepcopy(case).delta(0.5) == case.delta(0.5)
+
     def test_immutable(self, case):
         with pytest.raises(AttributeError, match="immutable"):
             case.foo = 1

@@ -1,4 +1,4 @@
-r"""General sparse channels on finite alphabets (Definitions 1 and 9, Theorems 1, 2, 7, 8).
+r"""General sparse channels on finite alphabets (Definitions 1 and 3, Theorems 1, 2, 4, 5).
 
 A channel is a row-stochastic matrix ``Q(y | x)`` over finite input and output
 alphabets, given through nonnegative weights
@@ -9,11 +9,11 @@ alphabets, given through nonnegative weights
 
 where the support ``S(x)`` is the set of outputs with ``w(x, y) > 0`` (the
 sparsity pattern of the stored matrix).  The sparse discrete-Laplace family
-(Definition 1, ``w = e^{-lam d(x,y)}``) and the sparse Gaussian family
-(Definition 9 in the source's numbering, ``w = e^{-d^2/(2 sigma^2)}``) are the
-two cases the paper studies; any weights are accepted here.
+(``w = e^{-lam d(x,y)}``) and the sparse Gaussian family
+(``w = e^{-d^2/(2 sigma^2)}``) are the two cases the paper studies; any
+weights are accepted here.
 
-Privacy (Section "Preliminaries" and Definition 7, privacy range):
+Privacy (Section "Preliminaries" and the definition of the privacy range):
 ``Q`` is ``(eps, delta)``-LDP on range ``H`` iff for every *ordered* pair of
 inputs with ``0 < |x - x'| <= H`` the hockey-stick defect
 
@@ -23,25 +23,26 @@ inputs with ``0 < |x - x'| <= H`` the hockey-stick defect
       = \underbrace{Q(S(x) \setminus S(x') \mid x)}_{\text{support leakage}}
       + \underbrace{\sum_{y \in S(x) \cap S(x')} [Q(y|x) - e^\varepsilon Q(y|x')]_+}_{\text{overlap excess}}
 
-is at most ``delta`` (Theorem 2 for the Laplace family, Theorem 8 for the
-Gaussian family, Remark 2 for the split).  Pure ``eps``-LDP (Theorems 1 and 7)
+is at most ``delta`` (Theorem 2 for the Laplace family, Theorem 5 for the
+Gaussian family, Remark 2 for the split).  Pure ``eps``-LDP (Theorems 1 and 4)
 holds iff every pair in range has the *same* support and the log ratio on it is
 at most ``eps`` (NOTES item 1: pure LDP forces input-*independent* supports).
 
-Theorem numbers here follow the paper's LaTeX source counters
-(``thm:pure`` = 1, ``thm:approx-general`` = 2, ``thm:gaussian-pure`` = 7,
-``thm:gaussian-approx-general`` = 8); project issue texts number the two
-Gaussian results 4 and 5.
+Numbering follows the project's issue texts (Laplace: Definition 1,
+Theorems 1-3; Gaussian: Definition 3, Theorems 4-6).  In the LaTeX source's own
+counters these are ``def:sparse-family`` (1), ``def:sparse-gaussian-family``
+(9), ``thm:pure`` (1), ``thm:approx-general`` (2), ``thm:gaussian-pure`` (7)
+and ``thm:gaussian-approx-general`` (8).
 
 Computation.  ``delta`` visits ordered pairs by increasing rank distance in the
 sorted input order and stops as soon as no pair of that rank distance is
-within ``H`` (separations only grow with rank distance).  Each pair costs
-``O(|S(x)|)``: the positive part is only nonzero on ``S(x)``, so row ``x'`` is
-only looked up at the points of ``S(x)``.  Banded channels (every row's
-support inside a short run of columns, as for the window mechanisms) are held
-as an ``n x W`` band and handled with strided slices; other channels with a
-sorted-key lookup.  Nothing of size ``n_inputs x n_outputs`` is ever built
-unless the channel itself is dense.
+within ``H`` (separations only grow with rank distance), or once the defect
+reaches 1.  Each pair costs ``O(|S(x)|)``: the positive part is only nonzero on
+``S(x)``, so row ``x'`` is only looked up at the points of ``S(x)``.  Banded
+channels (every row's support inside a short run of columns, as for the window
+mechanisms) are held as an ``n x W`` band and handled with strided slices;
+other channels with a sorted-key lookup.  Nothing of size
+``n_inputs x n_outputs`` is ever built unless the channel itself is dense.
 
 Numbers: probabilities are stored together with their exact logarithms
 (``log_matrix``) so that supports are structural (a probability that
@@ -54,7 +55,6 @@ evaluated in log space as ``Q(y|x) (1 - e^{eps - L})``.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,11 +136,6 @@ def _labels(value, name: str, count: int, what: str) -> np.ndarray:
     return arr
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
 def _row_ids(indptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
 
@@ -190,7 +185,7 @@ class WorstPair:
 # the channel
 # ---------------------------------------------------------------------------
 class SparseChannel:
-    r"""A finite channel ``Q(y | x) ∝ w(x, y) 1{y in S(x)}`` (Definitions 1 and 9).
+    r"""A finite channel ``Q(y | x) ∝ w(x, y) 1{y in S(x)}`` (Definitions 1 and 3).
 
     Parameters
     ----------
@@ -230,16 +225,23 @@ class SparseChannel:
     __slots__ = ("_matrix", "_logdata", "_inputs", "_outputs", "_meta", "_cache")
 
     def __init__(self, weights, inputs=None, outputs=None):
-        indptr, indices, logw, shape = _weights_to_log_csr(weights)
-        logp = _log_normalize(indptr, logw)
-        self._setup(indptr, indices, logp, shape, inputs, outputs, {})
+        indptr, indices, vals, shape = _weights_to_csr(weights)
+        with np.errstate(divide="ignore"):
+            logp = _log_normalize(indptr, np.log(vals))
+        # linear probabilities straight from the weights (correctly rounded quotients)
+        starts = indptr[:-1]
+        rows = _row_ids(indptr)
+        scaled = vals / np.maximum.reduceat(vals, starts)[rows]
+        data = scaled / np.add.reduceat(scaled, starts)[rows]
+        self._setup(indptr, indices, logp, shape, inputs, outputs, {}, data=data)
 
     # -- construction --------------------------------------------------------
-    def _setup(self, indptr, indices, logp, shape, inputs, outputs, meta):
+    def _setup(self, indptr, indices, logp, shape, inputs, outputs, meta, data=None):
         n, m = shape
         inputs = _labels(inputs, "inputs", n, "row")
         outputs = _labels(outputs, "outputs", m, "column")
-        data = np.exp(logp)
+        if data is None:
+            data = np.exp(logp)
         mat = sp.csr_array((data, indices, indptr), shape=(n, m))
         mat.has_sorted_indices = True
         for arr in (mat.data, mat.indices, mat.indptr):
@@ -334,9 +336,9 @@ class SparseChannel:
 
     @classmethod
     def gaussian(cls, *, sigma, s, domain, window="extended") -> "SparseChannel":
-        r"""The s-sparse Gaussian mechanism (Definition 8 of the project, ``e^{-(y-x)^2/(2 sigma^2)}``)
-        on inputs ``a..b``; windows as in :meth:`laplace` (Theorem 6 when extended,
-        Theorem 8 in general)."""
+        r"""The s-sparse Gaussian mechanism (Definition 8, ``Q(y | x) ∝ e^{-(y-x)^2/(2 sigma^2)}``)
+        on inputs ``a..b``; windows as in :meth:`laplace` (Theorem 6 applies when
+        extended, only the general Theorem 5 when clipped)."""
         sigma = check_positive(sigma, "sigma")
         s = check_odd_s(s, "s")
         a, b = check_domain(domain)
@@ -377,6 +379,13 @@ class SparseChannel:
 
     def __delattr__(self, name):
         raise AttributeError(f"SparseChannel is immutable; cannot delete {name!r}")
+
+    def __reduce__(self):
+        m = self._matrix
+        return (
+            _rebuild,
+            (m.indptr, m.indices, self._logdata, m.data, m.shape, self._inputs, self._outputs, self._meta),
+        )
 
     def __repr__(self) -> str:
         extra = ""
@@ -542,8 +551,9 @@ class SparseChannel:
         """``E[|Y - x|^order | X = x]`` for every input, in the order of :attr:`inputs`.
 
         ``order = 1`` and ``2`` give the distortion moments ``R1`` and ``R2``
-        (Definition 8 / Propositions 1 and 3: for extended windows every entry
-        equals the mechanism's ``r1`` / ``r2``).
+        per input (for extended windows every entry equals the mechanism's
+        ``r1`` / ``r2`` of Propositions 1 and 3; clipped windows distort less
+        near the edges but are biased there).
         """
         order = check_int(order, "order", minimum=1)
         m = self._matrix
@@ -557,7 +567,7 @@ class SparseChannel:
 
     # -- accounting ------------------------------------------------------------------
     def defect(self, eps, x, x_prime) -> Defect:
-        r"""Ordered defect ``Delta_eps(x, x')`` with its split (Theorems 2 and 8, Remark 2).
+        r"""Ordered defect ``Delta_eps(x, x')`` with its split (Theorems 2 and 5, Remark 2).
 
         ``support_leakage = Q(S(x) \ S(x') | x)`` and
         ``overlap = sum_{S(x) ∩ S(x')} [Q(y|x) - e^eps Q(y|x')]_+``;
@@ -574,7 +584,7 @@ class SparseChannel:
 
     def delta(self, eps, H=None):
         """``sup`` over ordered pairs ``x != x'`` with ``|x - x'| <= H`` (all pairs when ``None``)
-        of ``Delta_eps(x, x')`` (Theorems 2 and 8).
+        of ``Delta_eps(x, x')`` (Theorems 2 and 5).
 
         ``eps`` may be an array: the result is the privacy profile with its
         shape.  ``0.0`` when no pair is in range.  Exact up to floating-point
@@ -637,13 +647,13 @@ class SparseChannel:
         return _epsilon(self, delta, H, rtol)
 
     def is_ldp(self, eps, delta, H=None) -> bool:
-        """Whether the channel is ``(eps, delta)``-LDP on range ``H`` (Theorems 2 and 8)."""
+        """Whether the channel is ``(eps, delta)``-LDP on range ``H`` (Theorems 2 and 5)."""
         delta = check_probability(delta, "delta")
         check_nonnegative(eps, "eps")
         return bool(self.delta(eps, H) <= delta)
 
     def pure_epsilon(self, H=None) -> float:
-        """Smallest ``eps`` with pure ``eps``-LDP on range ``H`` (Theorems 1 and 7).
+        """Smallest ``eps`` with pure ``eps``-LDP on range ``H`` (Theorems 1 and 4).
 
         ``inf`` when some pair in range has different supports (pure LDP forces
         input-*independent* supports, NOTES item 1); otherwise the largest
@@ -697,6 +707,16 @@ class SparseChannel:
             yield i + k, i
 
 
+def _rebuild(indptr, indices, logp, data, shape, inputs, outputs, meta):
+    """Unpickling: restore a channel from its stored arrays (no re-normalization)."""
+    self = object.__new__(SparseChannel)
+    self._setup(
+        np.array(indptr, dtype=np.int64), np.array(indices, dtype=np.int64), np.array(logp, dtype=float),
+        tuple(shape), inputs, outputs, meta, data=np.array(data, dtype=float),
+    )
+    return self
+
+
 # ---------------------------------------------------------------------------
 # weights validation
 # ---------------------------------------------------------------------------
@@ -709,7 +729,7 @@ def _check_rows_nonempty(indptr, name):
         )
 
 
-def _weights_to_log_csr(weights):
+def _weights_to_csr(weights):
     if sp.issparse(weights):
         if weights.ndim != 2:
             raise ValueError(f"weights must be 2-D (inputs x outputs); got shape {weights.shape}")
@@ -767,9 +787,7 @@ def _weights_to_log_csr(weights):
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
     _check_rows_nonempty(indptr, "weights")
-    with np.errstate(divide="ignore"):
-        logw = np.log(vals)
-    return indptr, cols, logw, shape
+    return indptr, cols, vals, shape
 
 
 # ---------------------------------------------------------------------------
