@@ -1132,17 +1132,18 @@ def _epsilon(ch: SparseChannel, delta: float, H, rtol: float) -> float:
                 lr_max = max(lr_max, float(common[keep].max()))
     if leak_pair is None:
         return 0.0  # no pair in range
+    in_range = "over all pairs" if H is None else f"within H = {H}"
     if delta == 0.0 and miss_pair is not None:
         x, xp = int(xs[miss_pair[0]]), int(xs[miss_pair[1]])
         raise InfeasibleError(
             f"delta = 0 needs equal supports, but S({x}) is not contained in S({xp}) "
-            f"(|x - x'| = {abs(x - xp)} within H = {H}): the support leakage is positive for every eps"
+            f"(|x - x'| = {abs(x - xp)}, {in_range}): the support leakage is positive for every eps"
         )
     if leak_star > delta:
         x, xp = int(xs[leak_pair[0]]), int(xs[leak_pair[1]])
         raise InfeasibleError(
             f"support leakage alone is {leak_star:.6g} > delta = {delta:g} for the pair "
-            f"(x = {x}, x' = {xp}) within H = {H}: no eps makes this channel (eps, delta)-LDP"
+            f"(x = {x}, x' = {xp}) {in_range}: no eps makes this channel (eps, delta)-LDP"
         )
     if not act_I:
         return 0.0
