@@ -22,7 +22,7 @@ Layout (imports point down this list, never up)::
     baselines     k-RR, geometric, discrete Gaussian channels -> channel
     channel       general finite channels (Theorems 2, 5)
     mechanisms    SparseLaplace, SparseGaussian    -> accounting
-    accounting    exact defects (Theorems 3, 6)    -> _kernels
+    accounting    exact defects (Theorems 3, 9)    -> _kernels
 """
 
 from __future__ import annotations

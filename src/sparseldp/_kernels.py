@@ -4,7 +4,7 @@ A kernel is a symmetric weight ``w(k) = w(|k|)``, nonincreasing in ``|k|``,
 restricted to the window ``|k| <= t``:
 
 * discrete Laplace (Definition 6): ``log w(k) = -lam |k|``;
-* Gaussian (Definition 8): ``log w(k) = -k^2 / (2 sigma^2)``.
+* Gaussian (Definition 13): ``log w(k) = -k^2 / (2 sigma^2)``.
 
 Everything the accountant needs reduces to sums of ``w`` over integer ranges,
 which are served here in log space so that nothing underflows: the Laplace
@@ -58,7 +58,7 @@ class _Kernel:
 
     @property
     def log_normalizer(self) -> float:
-        """``log C_t = log sum_{|k| <= t} w(k)`` (Definitions 6 and 8)."""
+        """``log C_t = log sum_{|k| <= t} w(k)`` (Definitions 6 and 13)."""
         return float(np.logaddexp(self.log_range_nonneg(0, self.t), self.log_range_nonneg(1, self.t)))
 
     def moment_sums(self):
@@ -182,7 +182,7 @@ def _laplace_last_excess(self, h, eps):
 
 
 def _gaussian_last_excess(self, h, eps):
-    """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 4)."""
+    """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 2)."""
     h = np.asarray(h, dtype=float)
     eps = np.asarray(eps, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -1,7 +1,7 @@
 r"""Exact privacy accounting for the radius-truncated mechanisms on Y = Z.
 
 For an s-sparse mechanism with window radius ``t = (s-1)/2`` and kernel ``w``,
-the ordered defect between inputs ``0`` and ``h`` (Theorems 3 and 6) is
+the ordered defect between inputs ``0`` and ``h`` (Theorems 3 and 9) is
 
 .. math::
 
@@ -15,7 +15,7 @@ second the *overlap excess* (Remark 2).
 Both kernels are symmetric and log-concave, so the overlap loss
 ``L_h(k) = log w(k) - log w(k-h)`` is nonincreasing in ``k``: the set where it
 exceeds ``eps`` is a prefix ``h-t <= k <= K_h`` (for the Gaussian this is
-Proposition 4's ``k < kappa_h``).  Hence
+Proposition 2's ``k < kappa_h``).  Hence
 
 .. math::
 

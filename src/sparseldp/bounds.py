@@ -9,9 +9,9 @@ Each function says which way it errs:
 * :func:`laplace_sufficient_support` — Corollary 2: a *sufficient* ``s`` (an
   upper bound on the smallest feasible one; see :func:`sparseldp.smallest_support`
   for the exact value).
-* :func:`gaussian_clean_delta`, :func:`gaussian_clean_bound` — Theorem 7.
+* :func:`gaussian_clean_delta`, :func:`gaussian_clean_bound` — Theorem 11.
 * :func:`gaussian_window` — Corollary 4: a range of sufficient ``s``.
-* :func:`kappa` — Proposition 4's overlap threshold (exact).
+* :func:`kappa` — Proposition 2's overlap threshold (exact).
 * :func:`laplace_pure_sufficient` — Corollary 1: sufficient for pure LDP under
   common support.
 
@@ -57,7 +57,7 @@ def _odd_ceil(x: float) -> int:
 
 
 def minimum_support(H) -> int:
-    """Smallest odd ``s`` with ``s >= H + 1`` (Theorem 4; Theorem 8 for the Gaussian).
+    """Smallest odd ``s`` with ``s >= H + 1`` (Theorem 4; Theorem 10 for the Gaussian).
 
     Any ``s`` below it has ``delta_H = 1``: the windows of two inputs ``H``
     apart are disjoint, so no ``delta < 1`` is possible.  Necessary, not sufficient.
@@ -140,7 +140,7 @@ def laplace_sufficient_support(*, eps, delta, H, lam=None) -> int:
 
 
 def kappa(h, *, eps, sigma):
-    r"""Proposition 4: ``kappa_h = h/2 - sigma^2 eps / h``.
+    r"""Proposition 2: ``kappa_h = h/2 - sigma^2 eps / h``.
 
     For ``0 < h <= 2t`` the Gaussian overlap term is positive only at indices
     ``k < kappa_h``.  Broadcasts over ``h``.
@@ -155,13 +155,13 @@ def _clean_conditions_gaussian(eps, sigma, s, H):
     t = (s - 1) // 2
     need = H * (2 * t - H) / (2 * sigma * sigma)
     if eps < need:
-        raise ValueError(f"Theorem 7 needs eps >= H(2t - H)/(2 sigma^2) = {need:g}; got eps = {eps:g}")
+        raise ValueError(f"Theorem 11 needs eps >= H(2t - H)/(2 sigma^2) = {need:g}; got eps = {eps:g}")
     if s < 2 * H + 1:
-        raise ValueError(f"Theorem 7 needs s >= 2H + 1 = {2 * H + 1}; got s = {s}")
+        raise ValueError(f"Theorem 11 needs s >= 2H + 1 = {2 * H + 1}; got s = {s}")
 
 
 def gaussian_clean_delta(*, eps, sigma, s, h, H=None):
-    r"""Theorem 7: ``delta_h = Gamma_t^{-1} sum_{j=t-h+1}^{t} e^{-j^2/(2 sigma^2)}``.
+    r"""Theorem 11: ``delta_h = Gamma_t^{-1} sum_{j=t-h+1}^{t} e^{-j^2/(2 sigma^2)}``.
 
     Exact when ``eps >= H(2t - H)/(2 sigma^2)`` and ``s >= 2H + 1``.
     """
@@ -179,7 +179,7 @@ def gaussian_clean_delta(*, eps, sigma, s, h, H=None):
 
 
 def gaussian_clean_bound(*, eps, sigma, s, H, loose=False) -> float:
-    r"""Theorem 7's bound ``delta_star <= H e^{-(t-H+1)^2/(2 sigma^2)} / Gamma_t``.
+    r"""Theorem 11's bound ``delta_star <= H e^{-(t-H+1)^2/(2 sigma^2)} / Gamma_t``.
 
     An upper bound under the theorem's conditions; ``loose=True`` drops ``Gamma_t``.
     """
@@ -201,7 +201,7 @@ def gaussian_window(*, eps, delta, sigma, H) -> tuple[int, int] | None:
 
     Every odd ``s`` in the returned inclusive range ``(s_lo, s_hi)`` is
     sufficient for ``(eps, delta)``-LDP on range ``H``; ``None`` when the window
-    is empty.  (Theorem 7 also needs ``s >= 2H + 1``; for ``delta < H`` the
+    is empty.  (Theorem 11 also needs ``s >= 2H + 1``; for ``delta < H`` the
     lower end already implies it for integer ``t``, NOTES item 5, and we
     enforce it anyway.)
     """

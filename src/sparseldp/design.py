@@ -7,7 +7,7 @@ families), ``delta_h`` is nonincreasing in the radius ``t`` for every ``h`` and
 ``eps >= 0``; hence ``delta_star`` is nonincreasing in ``s``.
 
 *Proof.*  For ``h > 2t`` the defect is 1, its maximum.  For ``1 <= h <= 2t``
-write ``delta_h(t) = N_t / C_t`` with ``N_t`` the bracket of Theorem 3/6.  Going
+write ``delta_h(t) = N_t / C_t`` with ``N_t`` the bracket of Theorems 3/9.  Going
 from ``t`` to ``t+1``, ``C`` grows by ``2 w(t+1) > 0``; in ``N`` the point
 ``k = h-t-1`` moves from the leakage sum to the overlap, ``k = -t-1`` joins the
 leakage sum and ``k = t+1`` joins the overlap with the term
@@ -33,7 +33,7 @@ Joint design
 ------------
 For a fixed kernel parameter the distortion moments grow with ``s``
 (Propositions 1 and 3), so the best ``s`` is the smallest feasible one
-(Theorems 6 and 9).  For a fixed ``s``, ``R1``/``R2`` decrease in ``lam`` and
+(Theorems 6 and 12).  For a fixed ``s``, ``R1``/``R2`` decrease in ``lam`` and
 increase in ``sigma`` (one-parameter exponential families in ``|k|`` and
 ``k^2``), so the best parameter is the largest feasible ``lam`` (smallest
 feasible ``sigma``).  :func:`design` scans ``s`` upward from the smallest size
@@ -220,7 +220,7 @@ def design(family, *, eps, delta, H, objective="r2", lam=None, sigma=None) -> De
     subject to ``delta_star(eps, H) <= delta``.
 
     With ``lam`` (``sigma``) given, only ``s`` is chosen: the smallest feasible
-    one, which is distortion-optimal for that parameter (Theorems 6 and 9).
+    one, which is distortion-optimal for that parameter (Theorems 6 and 12).
     Otherwise the parameter is optimized too (see the module docstring for the
     search and its guarantees).  The returned :class:`Design` carries the exact
     ``delta_star`` reached.

@@ -3,15 +3,15 @@ r"""The s-sparse radius-truncated mechanisms on the integers (output alphabet Z)
 * :class:`SparseLaplace` (Definition 6):
   ``Q(y | x) = exp(-lam |x - y|) / C_t * 1{|x - y| <= t}``,
   ``C_t = 1 + 2 sum_{j=1}^t exp(-lam j)``.
-* :class:`SparseGaussian` (Definition 8):
+* :class:`SparseGaussian` (Definition 13):
   ``G(y | x) = exp(-(x - y)^2 / (2 sigma^2)) / Gamma_t * 1{|x - y| <= t}``.
 
 Here ``s`` is odd and ``t = (s - 1)/2`` is the window radius.  Both are
 translation invariant, so every privacy quantity depends on the separation
-``h = |x - x'|`` only (Theorems 3 and 6), and by the reflection ``y -> -y`` the
+``h = |x - x'|`` only (Theorems 3 and 9), and by the reflection ``y -> -y`` the
 two orders of a pair give the same defect (NOTES item 3).
 
-The privacy range ``H`` (Definition 5) is the largest separation protected:
+The privacy range ``H`` (Definition 7) is the largest separation protected:
 ``(eps, delta)``-LDP on range ``H`` means ``delta_h(eps) <= delta`` for
 ``1 <= h <= H``.
 
@@ -96,7 +96,7 @@ class RadiusMechanism:
 
     # -- accounting --------------------------------------------------------
     def defect(self, eps, h) -> accounting.Defect:
-        """Ordered defect ``delta_h(eps)`` with its split (Theorems 3/6, Remark 2).
+        """Ordered defect ``delta_h(eps)`` with its split (Theorems 3/9, Remark 2).
 
         ``total = support_leakage + overlap``; ``support_leakage`` is
         ``M(S(0) \\ S(h) | 0)`` and ``overlap`` the positive part on
@@ -109,7 +109,7 @@ class RadiusMechanism:
         return accounting.Defect(total[()], leak[()], ov[()])
 
     def delta(self, eps, h):
-        """The separation defect ``delta_h(eps)`` (Theorem 3 / Theorem 6); exactly 1.0 for ``h > 2t``."""
+        """The separation defect ``delta_h(eps)`` (Theorem 3 / Theorem 9); exactly 1.0 for ``h > 2t``."""
         return self.defect(eps, h).total
 
     def delta_star(self, eps, H):
@@ -236,7 +236,7 @@ class SparseLaplace(RadiusMechanism):
 
 @dataclass(frozen=True, eq=True)
 class SparseGaussian(RadiusMechanism):
-    """s-sparse Gaussian mechanism ``G_{sigma,s}`` (Definition 8).
+    """s-sparse Gaussian mechanism ``G_{sigma,s}`` (Definition 13).
 
     ``G(y | x) = exp(-(x - y)^2 / (2 sigma^2)) / Gamma_t`` for ``|x - y| <= t``.
 
@@ -264,7 +264,7 @@ class SparseGaussian(RadiusMechanism):
 
     @classmethod
     def from_radius(cls, *, sigma, t) -> "SparseGaussian":
-        """The radius-``t`` mechanism ``G_{sigma,r}`` of Definition 7, i.e. ``s = 2t + 1``."""
+        """The radius-``t`` mechanism ``G_{sigma,r}`` of Definition 11, i.e. ``s = 2t + 1``."""
         t = check_int(t, "t", minimum=0)
         return cls(sigma=sigma, s=2 * t + 1)
 
