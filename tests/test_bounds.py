@@ -98,7 +98,7 @@ def test_bounds_refuse_when_hypotheses_fail():
         bounds.laplace_clean_bound(eps=1, lam=1, s=11, H=3)
     with pytest.raises(ValueError, match="s >= 2H \\+ 1"):
         bounds.laplace_clean_bound(eps=1, lam=0.1, s=5, H=3)
-    with pytest.raises(ValueError, match="Theorem 7"):
+    with pytest.raises(ValueError, match="Theorem 11"):
         bounds.gaussian_clean_bound(eps=0.01, sigma=1, s=21, H=3)
     with pytest.raises(ValueError, match="delta"):
         bounds.laplace_sufficient_support(eps=1, delta=0, H=3)
