@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import numbers
 import sys
 import weakref
 from dataclasses import dataclass
@@ -324,7 +325,17 @@ def _as_int_input(x, name: str = "x") -> np.ndarray:
         return arr.astype(np.int64)
     if np.issubdtype(arr.dtype, np.integer):
         return arr
-    return check_int_array(arr if arr.dtype != object else x, name)
+    if arr.dtype == object:
+        # e.g. Python ints beyond int64, or a list mixing ints with other things
+        flat = arr.reshape(-1)
+        for v in flat:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{name} must be an integer or integer array; got element {type(v).__name__} {v!r}")
+        for v in flat:
+            if not _INT64_MIN <= int(v) <= _INT64_MAX:
+                raise ValueError(f"{name} must be integers in [{_INT64_MIN}, {_INT64_MAX}]; got {int(v)}")
+        return np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
+    return check_int_array(arr, name)
 
 
 def _offsets_into(tab: MechanismTables, u: np.ndarray, off: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -432,8 +443,10 @@ class Certificate:
     method : str
         How the bound was obtained.
     warning : str or None
-        Set when realized and ideal ``delta_star`` differ by more than 1e-12
-        absolutely or 1% relatively.
+        Set when the realized ``delta_star`` provably differs from the ideal
+        one by more than 1e-12 absolutely or 1% relatively (for instance an
+        ideal delta* below ``2^-64``, the smallest leakage any realized window
+        can have).
     """
 
     eps: float
@@ -461,8 +474,6 @@ class Certificate:
 _U = 2.0**-53
 _U_SAFE = 2.0**-53 + 2.0**-93  # u (1 + 2^-40) >= u (1 + u)^3
 _C2 = 2.0 + 2.0**-40  # >= 2 + u
-_UP = 1.0 + 2.0**-50  # fl(z * _UP) >= z (1 + u)
-_DOWN = 1.0 - 2.0**-50  # fl(z * _DOWN) <= z (1 - u)
 _ELL_CAP = 2.0**70  # e^eps beyond this: every overlap term is negative anyway
 
 
@@ -524,28 +535,30 @@ def _term_bounds(a, b, ell, *, upper: bool) -> np.ndarray:
     The code evaluates ``e'_k = fl(fl(fl(|d_k| + a) + fl(C2 p)) U)`` with
     ``C2 = 2 + 2^-40 >= 2 + u`` and ``U = u (1 + 2^-40) >= u (1+u)^3``; each of
     the three roundings of nonnegative values loses at most a factor
-    ``1/(1+u)``, so ``e'_k >= e_k``.  Upper: ``tau <= d_k + e'_k``; with
-    ``z = fl(d_k + e'_k)``, ``d_k + e'_k <= z (1+u)`` when ``z > 0`` (and
-    ``< 0`` when ``z < 0``), and ``fl(z (1 + 2^-50)) >= z (1 + 2^-50)/(1+u) >= z (1+u)``;
-    ceiling after the exact division by 4 only rounds up.  Lower is the mirror
-    image: ``tau >= d_k - e'_k >= fl(d_k - e'_k)(1 - u) >= fl(fl(d_k - e'_k)(1 - 2^-50))``
-    and the floor rounds down.  Because ``[.]_+`` is monotone the bounds carry
-    over to the positive parts.  Every ``Y_k <= 2^62 (1 + 2^-40)`` is an
+    ``1/(1+u)``, so ``e'_k >= e_k``.  Upper: ``tau <= d_k + e'_k =: v``.  With
+    ``z = fl(v)``, round-to-nearest gives ``v <= z + ulp/2 <= nextafter(z, +inf)``
+    (and ``z = 0`` only if ``v = 0``: every nonzero value here is >= 2^-53,
+    far from underflow; ``z < 0`` means ``v <= 0``).  ``nextafter`` is exact, so
+    is the division by 4, and the ceiling only rounds up.  Lower is the mirror
+    image: ``tau >= d_k - e'_k >= nextafter(fl(d_k - e'_k), -inf)`` and the
+    floor rounds down.  Because ``[.]_+`` is monotone the bounds carry over to
+    the positive parts.  Every ``Y_k <= 2^62 (1 + 2^-40)`` is an
     integer-valued double below ``2^63``, so the int64 conversion and the
     int64 sum (of at most ~2^20 terms) are exact.
 
-    Size of the slack: the terms with ``d_k + e'_k > 0`` have ``p <= a (1+3u)``,
-    so the total slack is about ``4 u sum_k a + 4 (number of terms)`` counts,
-    i.e. below ``4.5e-16 + s 2^-62`` in probability, whatever ``eps``.
+    Size of the slack: on the terms with ``v > 0`` we have ``p <= a (1+3u)``,
+    so ``e_k <= 3 u a (1 + 4u)``, plus one ulp ``<= 2 u a`` from ``nextafter``
+    and at most 4 counts from the ceiling: in total below ``5 u = 5.6e-16``
+    times the row mass plus ``s 2^-62``, whatever ``eps``.
     """
     p = ell * b
     d = a - p
     e = (np.abs(d) + a + _C2 * p) * _U_SAFE
     if upper:
-        z = (d + e) * _UP
+        z = np.nextafter(d + e, np.inf)
         z = np.maximum(z, 0.0) * 0.25
         return np.ceil(z).astype(np.int64)
-    z = (d - e) * _DOWN
+    z = np.nextafter(d - e, -np.inf)
     z = np.maximum(z, 0.0) * 0.25
     return np.floor(z).astype(np.int64)
 
@@ -567,11 +580,23 @@ def _hockey_bounds_mech(tab: MechanismTables, ell_lo: float, ell_hi: float, H: i
     return best, best_h, low
 
 
-def _warning(upper: float, ideal: float | None, max_err: float, floored: int) -> str | None:
+def _warning(lower: float, upper: float, ideal: float | None, max_err: float, floored: int) -> str | None:
+    """A message when the realized delta* *provably* differs from the ideal one in a way that matters.
+
+    The realized value lies in ``[lower, upper]``; it matters when it is
+    certainly more than 1e-12 away from the ideal value, or certainly more than
+    1% away relatively (e.g. a tiny ideal delta* below the ``2^-64`` floor that
+    any realized leakage has: one count out of ``2^64``).
+    """
     if ideal is None:
         return None
-    diff = upper - ideal
-    if abs(diff) <= _ABS_TOL and (ideal <= 0 or abs(diff) <= _REL_TOL * ideal):
+    matters = (
+        lower - ideal > _ABS_TOL
+        or ideal - upper > _ABS_TOL
+        or lower > ideal * (1.0 + _REL_TOL)
+        or upper < ideal * (1.0 - _REL_TOL)
+    )
+    if not matters:
         return None
     why = (
         f"{floored} probabilities below 2^-64 were raised to 2^-64"
@@ -579,9 +604,9 @@ def _warning(upper: float, ideal: float | None, max_err: float, floored: int) ->
         else f"quantization to multiples of 2^-64 moved probabilities by up to {max_err:.3g}"
     )
     return (
-        f"the realized (sampled) distribution's delta* is certified <= {upper:.6g}, "
+        f"the realized (sampled) distribution's delta* is in [{lower:.6g}, {upper:.6g}], "
         f"the ideal mechanism's delta* is {ideal:.6g}: {why}; "
-        f"use delta_star_upper, not the ideal value"
+        f"rely on delta_star_upper, not on the ideal value"
     )
 
 
@@ -607,7 +632,7 @@ def certify(mechanism, eps, H) -> Certificate:
     ``1 <= h <= H`` of these integers, divided by ``2^64`` and rounded up to a
     double, is ``delta_star_upper``.  The same computation with
     ``ell >= e^eps`` and rounding down at the worst ``h`` gives
-    ``delta_star_lower``.  Total slack below ``4.5e-16 + s 2^-62``;
+    ``delta_star_lower``.  Total slack below ``5.6e-16 + s 2^-62``;
     cost O(H s) vectorized (about a second for s = 20001, H = 3000).
 
     Parameters
@@ -645,7 +670,7 @@ def certify(mechanism, eps, H) -> Certificate:
             "outward (decimal exp, directed to double) and per-term double arithmetic with a proven "
             "error bound, rounded outward to 2^-62 units and summed exactly"
         ),
-        warning=_warning(upper, ideal, tab.max_pmf_error, tab.floored),
+        warning=_warning(lower, upper, ideal, tab.max_pmf_error, tab.floored),
     )
 
 
@@ -690,6 +715,7 @@ class ChannelTables:
 
 
 _CHANNEL_CACHE: dict[int, tuple] = {}
+_CACHE_KEY = "sparseldp.sampling.tables"
 
 
 def channel_sampling_tables(channel) -> ChannelTables:
@@ -701,8 +727,18 @@ def channel_sampling_tables(channel) -> ChannelTables:
     ``c = max(floor(2^64 q), 1)`` (every stored entry, even an explicit zero,
     keeps mass >= 2^-64) and the row's deficit ``2^64 - sum(c)``, computed
     exactly in uint64 arithmetic modulo 2^64, is added to the row's largest
-    entry, so each row sums to exactly ``2^64``.  Cached per channel object.
+    entry, so each row sums to exactly ``2^64``.  The realized rows are then
+    within about ``2^-52`` of the matrix rows (``max_pmf_error`` says how far).
+
+    Cached per channel object: in the channel's own ``_cache`` dict when it has
+    one (:class:`~sparseldp.SparseChannel`), else keyed by a weak reference.
     """
+    own = getattr(channel, "_cache", None)
+    if isinstance(own, dict):  # SparseChannel keeps derived data in its own cache dict
+        tables = own.get(_CACHE_KEY)
+        if tables is None:
+            tables = own[_CACHE_KEY] = _build_channel_tables(channel)
+        return tables
     key = id(channel)
     hit = _CHANNEL_CACHE.get(key)
     if hit is not None and hit[0]() is channel:
@@ -710,7 +746,7 @@ def channel_sampling_tables(channel) -> ChannelTables:
     tables = _build_channel_tables(channel)
     try:
         ref = weakref.ref(channel, lambda _r, key=key: _CHANNEL_CACHE.pop(key, None))
-    except TypeError:  # not weak-referenceable: no caching
+    except TypeError:  # neither a cache dict nor weak-referenceable: no caching
         return tables
     _CHANNEL_CACHE[key] = (ref, tables)
     return tables
@@ -883,7 +919,7 @@ def certify_channel(channel, eps, H) -> Certificate:
     ``c / 2^64`` of :func:`channel_sampling_tables`.  Leakage (outputs the
     partner cannot produce) is summed exactly; overlap terms are bounded
     outward exactly as in :func:`certify`; the slack is below
-    ``4.5e-16 + (row length) 2^-62``.  ``delta_star_ideal`` is
+    ``5.6e-16 + (row length) 2^-62``.  ``delta_star_ideal`` is
     ``channel.delta_star(eps, H)`` when the channel provides it.
     """
     tab = channel_sampling_tables(channel)
@@ -942,5 +978,5 @@ def certify_channel(channel, eps, H) -> Certificate:
             "exactly; overlap with e^eps bounded outward and per-term double arithmetic with a "
             "proven error bound, rounded outward to 2^-62 units and summed exactly"
         ),
-        warning=_warning(upper, ideal, tab.max_pmf_error, tab.floored),
+        warning=_warning(lower, upper, ideal, tab.max_pmf_error, tab.floored),
     )
