@@ -33,8 +33,8 @@ is ``#{j : T_j <= u} - t``, so ``Pr[K = k] = c_k / 2^64`` exactly: no float is
 involved anywhere.  For speed a guide table indexed by the top 16 bits of
 ``u`` stores the answer for every 2^48-wide bucket that contains no
 threshold (all but at most ``s - 1`` of the 65,536 buckets); words landing in
-one of the few buckets that do are finished by an exact ``searchsorted`` on
-the uint64 thresholds.  Both steps are vectorized and run on fixed-size
+one of the few buckets that do are finished by an exact branch-free binary
+search over that bucket's uint64 thresholds.  Both steps are vectorized and run on fixed-size
 chunks, so memory is the output plus a few hundred kilobytes.
 
 Finite-domain channels (``SparseChannel``, extended or clipped windows) are
@@ -223,10 +223,12 @@ def _guide_table(thresholds: np.ndarray, t: int):
     sentinel = np.iinfo(dtype).min
     starts = np.arange(1 << 16, dtype=np.uint64) << np.uint64(_BUCKET_BITS)
     ends = starts + np.uint64((1 << _BUCKET_BITS) - 1)
-    lo = np.searchsorted(thresholds, starts, side="right")
-    hi = np.searchsorted(thresholds, ends, side="right")
+    lo = np.searchsorted(thresholds, starts, side="right").astype(np.int64)
+    hi = np.searchsorted(thresholds, ends, side="right").astype(np.int64)
     guide = np.where(lo == hi, lo - t, sentinel).astype(dtype)
-    return guide, dtype(sentinel)
+    width = int((hi - lo).max()) if t else 0
+    steps = int(math.ceil(math.log2(width))) if width > 1 else 0
+    return guide, dtype(sentinel), lo, hi - lo, steps
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,6 +245,9 @@ class MechanismTables:
         ``T_j = c_{-t} + ... + c_{-t+j}`` for ``j = 0..s-2``.
     guide : ndarray
         Offset per top-16-bit bucket, or ``sentinel`` where a threshold falls inside.
+    bucket_lo, bucket_n, fix_steps
+        Per bucket: index of its first threshold and how many fall inside; the
+        number of binary-search steps that resolves any bucket.
     max_pmf_error : float
         ``max_k |c_k / 2^64 - p_k|`` against the ideal pmf ``p``.
     floored : int
@@ -254,6 +259,9 @@ class MechanismTables:
     thresholds: np.ndarray
     guide: np.ndarray
     sentinel: object
+    bucket_lo: np.ndarray
+    bucket_n: np.ndarray
+    fix_steps: int
     max_pmf_error: float
     floored: int
 
@@ -275,10 +283,10 @@ def _tables_cached(mechanism) -> MechanismTables:
     t = mechanism.t
     counts = tuple(half[:0:-1] + half)
     thresholds = np.array(list(_cumsum(counts[:-1])), dtype=np.uint64)
-    guide, sentinel = _guide_table(thresholds, t)
-    thresholds.setflags(write=False)
-    guide.setflags(write=False)
-    return MechanismTables(t, counts, thresholds, guide, sentinel, max_err, floored)
+    guide, sentinel, bucket_lo, bucket_n, steps = _guide_table(thresholds, t)
+    for arr in (thresholds, guide, bucket_lo, bucket_n):
+        arr.setflags(write=False)
+    return MechanismTables(t, counts, thresholds, guide, sentinel, bucket_lo, bucket_n, steps, max_err, floored)
 
 
 def _cumsum(values):
@@ -354,7 +362,11 @@ def _offsets_into(tab: MechanismTables, u: np.ndarray, off: np.ndarray, mask: np
         np.equal(off, tab.sentinel, out=mask[:m])
         bad = np.flatnonzero(mask[:m])
         if bad.size:
-            off[bad] = np.searchsorted(tab.thresholds, u[bad], side="right") - tab.t
+            # exact count of thresholds <= u, searching only the word's bucket
+            ub = u[bad]
+            b = (ub >> np.uint64(_BUCKET_BITS)).astype(np.intp)
+            lo = tab.bucket_lo[b]
+            off[bad] = lo + _branchless_count_le(tab.thresholds, lo, tab.bucket_n[b], ub, tab.fix_steps) - tab.t
     return off
 
 
