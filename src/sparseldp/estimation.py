@@ -1,0 +1,998 @@
+r"""Frequencies and means of the true inputs, estimated from privatized reports.
+
+Model
+-----
+Each of ``n`` people holds an integer ``x`` in the domain ``lo..hi`` (``k``
+values) and reports ``Y ~ Q(. | x)``.  With ``p`` the unknown input
+distribution on the domain, the reports are i.i.d. from the output
+distribution ``q = Q^T p``, and the report histogram (counts ``c_y``) is a
+sufficient statistic: everything here works on counts, obtained by one
+``np.bincount`` pass over the reports (in chunks), never per report in Python.
+
+``Q`` is the mechanism's channel restricted to the domain:
+
+* for :class:`~sparseldp.SparseLaplace` / :class:`~sparseldp.SparseGaussian`
+  (output alphabet Z, Definitions 6 and 8) the rows ``x = lo..hi`` with
+  outputs ``lo - t .. hi + t`` (the extended window: every report the
+  mechanism can produce from the domain);
+* for a :class:`~sparseldp.SparseChannel` (extended or clipped windows,
+  baselines, any weights) its rows ``lo..hi`` and the outputs they reach.
+
+``Q`` is kept sparse (``scipy.sparse`` CSR, ``O(k s)`` entries for windows of
+size ``s``); only channels that are dense anyway (randomized response, the
+full-support baselines) are held as dense arrays.
+
+Frequencies: maximum likelihood by EM
+-------------------------------------
+The log-likelihood ``l(p) = sum_y c_y log (Q^T p)_y`` is concave on the
+simplex.  EM (the iterative Bayesian update) is
+
+.. math::
+
+    p_x \leftarrow p_x\, g_x(p), \qquad
+    g_x(p) = \frac{1}{n}\sum_y c_y \frac{Q(y \mid x)}{(Q^T p)_y},
+
+two sparse mat-vecs per step (``O(nnz)``), restricted to the observed outputs.
+The steps are accelerated by SQUAREM (Varadhan and Roland, Scand. J. Stat. 35,
+2008: squared extrapolation of two EM steps, step length ``-|r|/|v|``,
+backtracked towards a plain double EM step to stay nonnegative, and rejected
+if the likelihood does not increase), so the iteration stays monotone.
+
+EM is slow when the channel is ill-conditioned (wide Gaussian kernels,
+full-support baselines): even accelerated it can need 10^5 steps on a domain
+of 12 values.  So after 600 EM evaluations the solver predicts the remaining
+EM cost from the observed rate of the certificate below and, when a Newton
+method is predicted cheaper, finishes with a primal log-barrier interior-point
+Newton method (banded sparse LU for window channels; see ``_newton``), then
+resumes EM if needed.  Both phases are judged by the same certificate, so the
+choice affects speed only, never what "converged" means.
+
+Convergence rule (a certificate, not a heuristic).  Because ``l`` is concave
+and ``sum_x p_x g_x(p) = 1``, Jensen's inequality gives, for the maximizer
+``p*``,
+
+.. math::
+
+    l(p^*) - l(p) = \sum_y c_y \log\frac{(Q^T p^*)_y}{(Q^T p)_y}
+        \le n \log \sum_x p^*_x g_x(p) \le n \log \max_x g_x(p).
+
+EM stops as soon as this bound, ``gap = n log max_x g_x``, is at most ``tol``
+nats (default ``1e-2``: the returned estimate's log-likelihood is within
+0.01 of the maximum, a difference no likelihood-ratio test can see), and
+returns ``p * g(p)``, whose log-likelihood is at least ``l(p)`` (EM is
+monotone), so the bound holds for it too.  ``max_iter`` caps the number of EM
+map evaluations; if it is hit, :class:`ConvergenceWarning` is issued and the
+result says ``converged=False`` with the gap reached.
+
+A caution that the tests and the benchmark measure: when the kernel is wide
+relative to the structure of ``p`` (deconvolution is ill-posed), the exact
+MLE fits the noise and can be *less* accurate than an early iterate for
+smooth ``p``; for spiky ``p`` it is the most accurate.  This module returns
+the MLE and says how close it is; it does not regularize.
+
+Frequencies: unbiased inversion
+-------------------------------
+``method="inversion"``: the least-squares solution of ``Q^T p = f``
+(``f = c / n``, over every output the domain can produce), unbiased because
+``E f = Q^T p``, solved from the normal equations ``Q Q^T p = Q f`` (a banded
+``k x k`` sparse system, sparse LU; dense least squares for dense channels),
+then the Euclidean projection onto the simplex (:func:`project_simplex`,
+the ``O(k log k)`` sort algorithm of Held, Wolfe and Crowder 1974 / Duchi
+et al. 2008).  The projection makes it biased but never farther from ``p``
+in Euclidean norm.
+
+Means
+-----
+See :func:`estimate_mean`: the plain mean of the reports when the channel is
+unbiased (``E[Y | x] = x``, true on Z by symmetry, NOTES item 9, and for
+extended windows), else the mean of the EM estimate with a delta-method
+standard error from the expected Fisher information.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_int, check_int_array, check_positive
+
+__all__ = [
+    "ConvergenceWarning",
+    "FrequencyEstimate",
+    "MeanEstimate",
+    "ReportCounts",
+    "estimate_frequencies",
+    "estimate_frequencies_full",
+    "estimate_mean",
+    "project_simplex",
+]
+
+# Reports per bincount chunk: 32 MiB of int64, cache-friendly and bounded memory.
+_CHUNK = 1 << 22
+# A channel is held dense when at least this share of its k x m entries are stored ...
+_DENSE_SHARE = 0.25
+# ... and it has at most this many entries (about 200 MB as float64).
+_DENSE_MAX = 25_000_000
+# Widest span of output values counted with a direct bincount table.
+_SPAN_MAX = 1 << 26
+_METHODS = ("em", "inversion")
+
+
+class ConvergenceWarning(RuntimeWarning):
+    """EM stopped at ``max_iter`` before its certified log-likelihood gap reached ``tol``."""
+
+
+# ---------------------------------------------------------------------------
+# counts
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReportCounts:
+    """A report histogram: ``counts[j]`` reports had the value ``offset + j``.
+
+    This is what :func:`sparseldp.io.column_counts` returns (as a pair), and
+    what the estimators reduce any input to.  ``counts`` is a read-only int64
+    array of nonnegative entries.
+    """
+
+    offset: int
+    counts: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "offset", check_int(self.offset, "offset"))
+        c = check_int_array(self.counts, "counts", minimum=0)
+        if c.ndim != 1:
+            raise ValueError(f"counts must be a 1-D array of integers >= 0; got shape {c.shape}")
+        c = np.array(c, dtype=np.int64)
+        c.setflags(write=False)
+        object.__setattr__(self, "counts", c)
+
+    @property
+    def n(self) -> int:
+        """Number of reports."""
+        return int(self.counts.sum())
+
+    @property
+    def values(self) -> np.ndarray:
+        """The report values ``offset .. offset + len(counts) - 1``."""
+        return np.arange(self.offset, self.offset + self.counts.size, dtype=np.int64)
+
+    @classmethod
+    def from_reports(cls, reports) -> "ReportCounts":
+        """Histogram of an integer array (or an iterable of integer arrays, e.g.
+        :func:`sparseldp.io.iter_column`) in chunked bincount passes."""
+        lo, hi = None, None
+        counts = np.zeros(0, np.int64)
+        for chunk in _chunks(reports):
+            if chunk.size == 0:
+                continue
+            a, b = int(chunk.min()), int(chunk.max())
+            nlo = a if lo is None else min(lo, a)
+            nhi = b if hi is None else max(hi, b)
+            if nhi - nlo + 1 > _SPAN_MAX:
+                raise ValueError(
+                    f"reports must span at most {_SPAN_MAX} consecutive integers to be counted; "
+                    f"got values from {nlo} to {nhi}"
+                )
+            if lo is None or nlo < lo or nhi > hi:
+                grown = np.zeros(nhi - nlo + 1, np.int64)
+                if lo is not None:
+                    grown[lo - nlo : lo - nlo + counts.size] = counts
+                counts, lo, hi = grown, nlo, nhi
+            counts += np.bincount(chunk - lo, minlength=counts.size)
+        return cls(0 if lo is None else lo, counts)
+
+
+def _chunks(reports):
+    """Yield int64 chunks of the reports (an array, or an iterable of arrays)."""
+    if isinstance(reports, np.ndarray) or isinstance(reports, (list, tuple)) or np.isscalar(reports):
+        arr = check_int_array(reports, "reports").reshape(-1)
+        for start in range(0, arr.size, _CHUNK):
+            yield arr[start : start + _CHUNK]
+        return
+    if isinstance(reports, Iterable) and not isinstance(reports, (str, bytes, Mapping)):
+        for part in reports:
+            arr = check_int_array(part, "reports").reshape(-1)
+            for start in range(0, arr.size, _CHUNK):
+                yield arr[start : start + _CHUNK]
+        return
+    raise TypeError(
+        "reports must be an integer array, an iterable of integer arrays, a ReportCounts or a "
+        f"mapping value -> count; got {type(reports).__name__}"
+    )
+
+
+def _as_report_counts(reports, counts: bool) -> ReportCounts | None:
+    """ReportCounts for inputs that already are counts; None for raw reports."""
+    if isinstance(reports, ReportCounts):
+        return reports
+    if counts:
+        if isinstance(reports, Mapping):
+            keys = check_int_array(np.fromiter(reports.keys(), dtype=object, count=len(reports)), "report values")
+            vals = check_int_array(np.fromiter(reports.values(), dtype=object, count=len(reports)),
+                                   "report counts", minimum=0)
+            if keys.size == 0:
+                return ReportCounts(0, np.zeros(0, np.int64))
+            lo = int(keys.min())
+            span = int(keys.max()) - lo + 1
+            if span > _SPAN_MAX:
+                raise ValueError(f"report values must span at most {_SPAN_MAX} integers; got {span}")
+            c = np.zeros(span, np.int64)
+            np.add.at(c, keys - lo, vals)
+            return ReportCounts(lo, c)
+        if not (isinstance(reports, (tuple, list)) and len(reports) == 2):
+            raise TypeError(
+                "with counts=True, reports must be a pair (offset, counts) as returned by "
+                f"sparseldp.io.column_counts, a ReportCounts or a mapping value -> count; got {reports!r}"[:300]
+            )
+        return ReportCounts(reports[0], reports[1])
+    if isinstance(reports, Mapping):
+        raise TypeError("reports is a mapping value -> count: pass counts=True")
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the channel restricted to the domain
+# ---------------------------------------------------------------------------
+class _Model:
+    """``Q`` restricted to inputs ``lo..hi``, outputs sorted, columns scaled for EM.
+
+    ``S[x, y] = Q(y | x) / max_x' Q(y | x')`` (column scaling computed from the
+    exact log-probabilities, so that no column of ``S`` underflows to all
+    zeros); ``log_cs[y] = log max_x' Q(y | x')``.  EM is invariant under column
+    scaling (``g`` has the same ratio in numerator and denominator); the
+    log-likelihood is shifted by ``sum_y c_y log_cs[y]``, added back.
+    """
+
+    def __init__(self, channel, lo: int, hi: int, label: str):
+        self.lo, self.hi = lo, hi
+        self.k = hi - lo + 1
+        self.label = label
+        inputs = np.asarray(channel.inputs)
+        order = np.argsort(inputs, kind="stable")
+        xs = inputs[order]
+        want = np.arange(lo, hi + 1, dtype=np.int64)
+        pos = np.clip(np.searchsorted(xs, want), 0, xs.size - 1)
+        missing = xs[pos] != want
+        if missing.any():
+            raise ValueError(
+                f"domain must lie within the channel's input values (between {int(xs[0])} and "
+                f"{int(xs[-1])}, every value present); {int(want[missing][0])} is not an input"
+            )
+        rows = order[pos]
+        # Carry entry positions (+1, never zero) through the row selection and the
+        # CSC conversion, so that the support pattern survives exactly (an explicit
+        # log-probability of 0.0 or an underflowed probability could be dropped).
+        M = channel.matrix
+        tag = sp.csr_array((np.arange(1, M.nnz + 1, dtype=float), M.indices, M.indptr), shape=M.shape)
+        logm = sp.csc_array(tag[rows])
+        logm.sort_indices()
+        logm.data = np.asarray(channel.log_matrix.data, dtype=float)[logm.data.astype(np.int64) - 1]
+        # keep only reachable columns, in increasing output order
+        outputs = np.asarray(channel.outputs)
+        nnz_col = np.diff(logm.indptr)
+        keep = np.flatnonzero(nnz_col > 0)
+        keep = keep[np.argsort(outputs[keep], kind="stable")]
+        logm = logm[:, keep]
+        self.outputs = outputs[keep].astype(np.int64)
+        self.m = self.outputs.size
+        indptr = logm.indptr
+        data = np.asarray(logm.data, dtype=float)
+        colmax = np.maximum.reduceat(data, indptr[:-1]) if data.size else np.zeros(0)
+        cols = np.repeat(np.arange(self.m), np.diff(indptr))
+        scaled = np.exp(data - colmax[cols])
+        self.log_cs = colmax
+        S = sp.csc_array((scaled, logm.indices, indptr), shape=(self.k, self.m)).tocsr()
+        S.sort_indices()
+        self.nnz = int(S.nnz)
+        self.dense = self.nnz >= _DENSE_SHARE * self.k * self.m and self.k * self.m <= _DENSE_MAX
+        self.S = S.toarray() if self.dense else S
+        # offsets y - x of every stored entry (for the bias of the report)
+        self._contiguous = bool(self.m == 0 or self.outputs[-1] - self.outputs[0] + 1 == self.m)
+
+    # -- matrices --------------------------------------------------------------
+    def columns(self, idx):
+        """``S`` restricted to columns ``idx`` and its transpose, in the fast layout."""
+        if self.dense:
+            A = np.ascontiguousarray(self.S[:, idx])
+            return A, np.ascontiguousarray(A.T)
+        A = sp.csr_array(sp.csc_array(self.S)[:, idx])
+        A.sort_indices()
+        AT = sp.csr_array(A.T)
+        AT.sort_indices()
+        return A, AT
+
+    def unscaled(self):
+        """``Q`` itself (k x m), probabilities that may underflow to 0."""
+        scale = np.exp(self.log_cs)
+        if self.dense:
+            return self.S * scale[None, :]
+        return sp.csr_array(self.S @ sp.diags_array(scale))
+
+    def bias(self) -> np.ndarray:
+        """``E[Y - x | x]`` for each input ``x`` of the domain."""
+        Q = self.unscaled()
+        x = np.arange(self.lo, self.hi + 1, dtype=np.int64)
+        if self.dense:
+            D = (self.outputs[None, :] - x[:, None]).astype(float)
+            return (Q * D).sum(axis=1), float(np.abs(D).max(initial=0.0))
+        coo = sp.coo_array(Q)
+        d = (self.outputs[coo.col] - x[coo.row]).astype(float)
+        b = np.bincount(coo.row, weights=coo.data * d, minlength=self.k)
+        return b, float(np.abs(d).max(initial=0.0))
+
+    # -- counts over outputs ---------------------------------------------------
+    def describe_outputs(self) -> str:
+        if self.m == 0:
+            return "no outputs"
+        if self._contiguous:
+            return f"outputs {int(self.outputs[0])}..{int(self.outputs[-1])}"
+        return f"{self.m} outputs between {int(self.outputs[0])} and {int(self.outputs[-1])}"
+
+    def _impossible(self, value: int, count: int):
+        return ValueError(
+            f"reports must be values that {self.label} can produce from inputs in the domain "
+            f"{self.lo}..{self.hi} ({self.describe_outputs()}); got {value} "
+            f"({count} such report{'s' if count != 1 else ''} in all)"
+        )
+
+    def counts_of(self, reports, counts_flag: bool) -> np.ndarray:
+        """Counts over ``self.outputs`` (float64), or ValueError for an impossible report."""
+        rc = _as_report_counts(reports, counts_flag)
+        if rc is not None:
+            return self._from_report_counts(rc)
+        out = np.zeros(self.m, np.int64)
+        if self.m == 0:
+            raise ValueError(f"{self.label} produces no output from the domain {self.lo}..{self.hi}")
+        y0, y1 = int(self.outputs[0]), int(self.outputs[-1])
+        span = y1 - y0 + 1
+        table = None
+        if span <= max(4 * self.m, 1 << 16) and span <= _SPAN_MAX:
+            table = np.full(span, -1, np.int64)
+            table[self.outputs - y0] = np.arange(self.m)
+            acc = np.zeros(span, np.int64)
+        chunks = _chunks(reports)
+        for chunk in chunks:
+            if chunk.size == 0:
+                continue
+            a, b = int(chunk.min()), int(chunk.max())
+            if a < y0 or b > y1:
+                bad = (chunk < y0) | (chunk > y1)
+                self._raise_first(chunk[int(np.argmax(bad))], chunks, table, bad_in_chunk=int(bad.sum()))
+            if table is not None:
+                acc += np.bincount(chunk - y0, minlength=span)
+            else:
+                pos = np.searchsorted(self.outputs, chunk)
+                pos = np.minimum(pos, self.m - 1)
+                miss = self.outputs[pos] != chunk
+                if miss.any():
+                    self._raise_first(chunk[int(np.argmax(miss))], chunks, table, bad_in_chunk=int(miss.sum()))
+                out += np.bincount(pos, minlength=self.m)
+        if table is not None:
+            hole = (table < 0) & (acc > 0)
+            if hole.any():
+                j = np.flatnonzero(hole)
+                raise self._impossible(int(j[0]) + y0, int(acc[j].sum()))
+            out = acc[self.outputs - y0]
+        return out.astype(float)
+
+    def _raise_first(self, first, rest, table, bad_in_chunk):
+        # error path: count the remaining impossible reports (one more pass)
+        total = bad_in_chunk
+        for chunk in rest:
+            pos = np.clip(np.searchsorted(self.outputs, chunk), 0, self.m - 1)
+            total += int((self.outputs[pos] != chunk).sum())
+        raise self._impossible(int(first), total)
+
+    def _from_report_counts(self, rc: ReportCounts) -> np.ndarray:
+        vals = rc.values
+        nz = rc.counts > 0
+        v, c = vals[nz], rc.counts[nz]
+        out = np.zeros(self.m, np.int64)
+        if v.size == 0:
+            return out.astype(float)
+        if self.m == 0:
+            raise self._impossible(int(v[0]), int(c.sum()))
+        pos = np.clip(np.searchsorted(self.outputs, v), 0, self.m - 1)
+        miss = self.outputs[pos] != v
+        if miss.any():
+            raise self._impossible(int(v[miss][0]), int(c[miss].sum()))
+        np.add.at(out, pos, c)
+        return out.astype(float)
+
+
+def _model(mechanism, domain) -> _Model:
+    from .channel import SparseChannel, check_domain
+    from .mechanisms import RadiusMechanism
+
+    if isinstance(mechanism, RadiusMechanism):
+        if domain is None:
+            raise ValueError(
+                f"domain is required for a mechanism on Z ({mechanism!r}): pass domain=(lo, hi), "
+                "the range of the true values"
+            )
+        lo, hi = check_domain(domain)
+        name, value = mechanism.parameter
+        build = SparseChannel.laplace if mechanism.family == "laplace" else SparseChannel.gaussian
+        ch = build(**{name: value}, s=mechanism.s, domain=(lo, hi), window="extended")
+        return _Model(ch, lo, hi, repr(mechanism))
+    if isinstance(mechanism, SparseChannel):
+        if domain is None:
+            xs = np.sort(np.asarray(mechanism.inputs))
+            lo, hi = int(xs[0]), int(xs[-1])
+        else:
+            lo, hi = check_domain(domain)
+        return _Model(mechanism, lo, hi, "the channel")
+    raise TypeError(
+        "mechanism must be a SparseLaplace, SparseGaussian or SparseChannel; "
+        f"got {type(mechanism).__name__}"
+    )
+
+
+# ---------------------------------------------------------------------------
+# simplex projection
+# ---------------------------------------------------------------------------
+def project_simplex(v) -> np.ndarray:
+    r"""Euclidean projection of a real vector onto the probability simplex.
+
+    ``argmin_{p >= 0, sum p = 1} ||p - v||_2 = (v - theta)_+`` with
+    ``theta = (sum_{j <= rho} u_j - 1) / rho``, ``u`` = ``v`` sorted in
+    decreasing order and ``rho`` the largest ``j`` with
+    ``u_j > (sum_{i <= j} u_i - 1)/j`` (Held, Wolfe and Crowder 1974; Duchi,
+    Shalev-Shwartz, Singer and Chandra 2008).  ``O(k log k)``.
+    """
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"v must be a nonempty 1-D array; got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("v must contain finite numbers only")
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u)
+    j = np.arange(1, v.size + 1)
+    cond = u * j > css - 1.0
+    rho = int(np.flatnonzero(cond)[-1]) + 1
+    theta = (css[rho - 1] - 1.0) / rho
+    p = np.maximum(v - theta, 0.0)
+    s = p.sum()
+    return p / s if s > 0 else np.full(v.size, 1.0 / v.size)
+
+
+# ---------------------------------------------------------------------------
+# EM
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FrequencyEstimate:
+    """An estimated input distribution with how it was obtained.
+
+    Attributes
+    ----------
+    p : ndarray
+        Frequencies over ``values`` (``lo..hi``), ``>= 0``, summing to 1 (read-only).
+    domain : (lo, hi)
+    method : "em" or "inversion"
+    n : int
+        Number of reports.
+    iterations : int
+        EM map evaluations (each costs two sparse mat-vecs); 0 for inversion.
+    newton_steps : int
+        Interior-point Newton steps used to finish (0 when EM alone certified).
+    converged : bool
+        EM: the certified gap reached ``tol``.  Inversion: always True (direct solve).
+    loglik : float
+        ``sum_y c_y log (Q^T p)_y`` in nats (``-inf`` if an observed report has
+        probability 0 under ``p``, possible after inversion).
+    gap : float
+        Certified upper bound ``n log max_x g_x`` on ``max l - l(p)`` (nats; see
+        the module docstring); ``inf`` when ``loglik`` is ``-inf``.
+    """
+
+    p: np.ndarray
+    domain: tuple[int, int]
+    method: str
+    n: int
+    iterations: int
+    converged: bool
+    loglik: float
+    gap: float
+    newton_steps: int = 0
+
+    @property
+    def values(self) -> np.ndarray:
+        return np.arange(self.domain[0], self.domain[1] + 1, dtype=np.int64)
+
+    @property
+    def mean(self) -> float:
+        """``sum_x x p_x`` (see :func:`estimate_mean` for error bars)."""
+        return float(np.dot(self.values.astype(float), self.p))
+
+
+def _em(A, AT, c, n, p0, tol, max_iter, history=None):
+    """SQUAREM-accelerated EM on observed columns; returns (p, evals, converged, gap).
+
+    ``gap`` is the certificate of the returned point.  ``history`` (a list), if
+    given, receives ``(evals, gap)`` pairs, used to predict the remaining cost.
+    """
+    inv_n = 1.0 / n
+
+    def g_of(q):
+        return (A @ (c / q)) * inv_n
+
+    def loglik(q):
+        with np.errstate(divide="ignore"):
+            return float(c @ np.log(q)) if np.all(q > 0) else -math.inf
+
+    def cert(g):
+        return n * math.log(max(float(g.max()), 1e-300))
+
+    p = p0
+    q = AT @ p
+    evals = 0
+    while True:
+        g = g_of(q)
+        gap = cert(g)
+        if history is not None:
+            history.append((evals, gap))
+        if gap <= tol:
+            return p * g, evals, True, max(gap, 0.0)
+        if evals >= max_iter:
+            return p * g, evals, False, gap
+        p1 = p * g
+        evals += 1
+        q1 = AT @ p1
+        g1 = g_of(q1)
+        gap1 = cert(g1)
+        if gap1 <= tol:
+            return p1 * g1, evals, True, max(gap1, 0.0)
+        p2 = p1 * g1
+        evals += 1
+        q2 = AT @ p2
+        if evals >= max_iter:
+            p, q = p2, q2
+            continue
+        r = p1 - p
+        v = p2 - p1 - r
+        vv = float(v @ v)
+        if vv <= 0.0:
+            p, q = p2, q2
+            continue
+        alpha = min(-math.sqrt(float(r @ r) / vv), -1.0)
+        pe = None
+        while alpha < -1.0:
+            cand = p - 2.0 * alpha * r + alpha * alpha * v
+            if cand.min() >= 0.0:
+                pe = cand
+                break
+            alpha = 0.5 * (alpha - 1.0)
+            if alpha > -1.0 - 1e-3:
+                break
+        if pe is None:
+            p, q = p2, q2
+            continue
+        pe = pe / pe.sum()
+        qe = AT @ pe
+        if loglik(qe) >= loglik(q2):
+            p, q = pe, qe
+        else:
+            p, q = p2, q2
+
+
+def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
+    r"""Primal log-barrier interior-point Newton method for the same MLE.
+
+    Maximizes ``F_mu(p) = sum_y c_y log (Q^T p)_y + mu sum_x log p_x`` on
+    ``sum p = 1`` for ``mu`` decreasing tenfold, each by damped Newton steps on
+    the KKT system ``[M 1; 1^T 0]`` with ``M = Q diag(c/q^2) Q^T + mu diag(1/p^2)``
+    (banded for window channels: sparse LU in natural order).  At the barrier
+    optimum ``g_x = (nu - mu/p_x)/n <= 1 + k mu / n``, so the certificate
+    ``n log max g <= k mu``; the same certificate as EM is checked on the
+    iterate, so nothing is taken on trust.  Returns (p, steps, converged, gap).
+    """
+    import scipy.sparse.linalg as spla
+
+    k = A.shape[0]
+    theta = 1e-3
+    p = (1.0 - theta) * p_start + theta / k
+    p /= p.sum()
+    mu = max(gap_start, tol) / k
+    ones = np.ones(k)
+    best = None
+    steps = 0
+
+    def F(p, mu):
+        q = AT @ p
+        if np.any(q <= 0) or np.any(p <= 0):
+            return -math.inf, q
+        return float(c @ np.log(q)) + mu * float(np.log(p).sum()), q
+
+    Fv, q = F(p, mu)
+    while steps < max_steps:
+        for _ in range(50):
+            steps += 1
+            w = c / (q * q)
+            G = A @ (c / q) + mu / p
+            if dense:
+                M = (A * w[None, :]) @ A.T
+                M[np.diag_indices(k)] += mu / (p * p)
+                try:
+                    sol = np.linalg.solve(M, np.column_stack([G, ones]))
+                except np.linalg.LinAlgError:
+                    break
+            else:
+                M = sp.csc_array(A @ sp.diags_array(w) @ AT + sp.diags_array(mu / (p * p)))
+                try:
+                    sol = spla.splu(M, permc_spec="NATURAL").solve(np.column_stack([G, ones]))
+                except RuntimeError:
+                    break
+            a, b = sol[:, 0], sol[:, 1]
+            d = a - (a.sum() / b.sum()) * b
+            dec = float(G @ d)  # predicted increase x 2 of F_mu along the Newton step
+            if not np.isfinite(dec) or dec <= 0.05 * tol or steps >= max_steps:
+                break
+            neg = d < 0
+            alpha = min(1.0, 0.99 * float(np.min(-p[neg] / d[neg]))) if neg.any() else 1.0
+            while alpha > 1e-12:
+                pn = p + alpha * d
+                Fn, qn = F(pn, mu)
+                if Fn >= Fv + 0.1 * alpha * dec:
+                    break
+                alpha *= 0.5
+            else:
+                break  # no progress possible at this mu (numerical floor)
+            p, q, Fv = pn, qn, Fn
+        g = (A @ (c / q)) / n
+        gap = n * math.log(max(float(g.max()), 1e-300))
+        if best is None or gap < best[1]:
+            best = (p * g, gap)
+        if gap <= tol:
+            return p * g, steps, True, max(gap, 0.0)
+        if k * mu < 1e-3 * tol:
+            break  # the barrier is negligible: further mu cannot help
+        mu /= 10.0
+        Fv, q = F(p, mu)
+    return best[0], steps, False, best[1]
+
+
+# EM evaluations before the solver considers switching to Newton.
+_EM_FIRST = 600
+# Newton steps allowed in one finishing run.
+_NEWTON_STEPS = 120
+# Predicted Newton steps (the typical count) used to compare costs with EM.
+_NEWTON_TYPICAL = 60
+
+
+def _newton_cost(A, dense: bool) -> float:
+    """Flops of one Newton step: factorizing the k x k (banded) system."""
+    k = A.shape[0]
+    if dense:
+        return k**3 / 3.0 + 2.0 * k * k * A.shape[1]
+    coo = sp.coo_array(A)
+    if coo.nnz == 0:
+        return 0.0
+    lo = np.full(A.shape[0], np.iinfo(np.int64).max)
+    hi = np.full(A.shape[0], -1)
+    np.minimum.at(lo, coo.row, coo.col)
+    np.maximum.at(hi, coo.row, coo.col)
+    # rows x and x' couple in M when their column spans overlap: bandwidth in rows
+    order = np.argsort(lo, kind="stable")
+    reach = np.searchsorted(lo[order], hi[order], side="right") - np.arange(k)
+    bw = float(max(1, reach.max()))
+    return k * bw * bw + 2.0 * coo.nnz * bw
+
+
+def _mle(A, AT, c, n, k, tol, max_iter, dense):
+    """Maximum likelihood: SQUAREM EM, finished by Newton when that is predicted cheaper.
+
+    Returns (p, em_evals, newton_steps, converged, gap).
+    """
+    p0 = np.full(k, 1.0 / k)
+    hist = []
+    first = min(max_iter, _EM_FIRST)
+    p, evals, conv, gap = _em(A, AT, c, n, p0, tol, first, hist)
+    if conv or evals >= max_iter:
+        return p, evals, 0, conv, gap
+    # predicted remaining EM evaluations from the observed geometric rate of the gap
+    half = [gp for e, gp in hist if e >= evals // 2 and gp > 0]
+    rate = (gap / half[0]) ** (1.0 / max(1, evals - evals // 2)) if half and half[0] > 0 and gap > 0 else 1.0
+    em_left = math.log(tol / gap) / math.log(rate) if 0 < rate < 1 else math.inf
+    nnz = A.size if dense else A.nnz
+    em_cost = min(em_left, max_iter - evals) * 4.0 * nnz
+    newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
+    if em_left <= max_iter - evals and em_cost <= newton_cost:
+        p, e2, conv, gap = _em(A, AT, c, n, p, tol, max_iter - evals)
+        return p, evals + e2, 0, conv, gap
+    p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense)
+    if conv_n or gap_n < gap:
+        p, gap, conv = p_n, gap_n, conv_n
+    if not conv and evals < max_iter:
+        p, e2, conv, gap2 = _em(A, AT, c, n, p, tol, max_iter - evals)
+        evals, gap = evals + e2, gap2
+    return p, evals, steps, conv, gap
+
+
+def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int) -> FrequencyEstimate:
+    n_f = float(c_all.sum())
+    n = int(round(n_f))
+    if n == 0:
+        raise ValueError("reports must contain at least one report; got none")
+    obs = np.flatnonzero(c_all > 0)
+    c = c_all[obs]
+    A, AT = model.columns(obs)
+    shift = float(c @ model.log_cs[obs])
+    if method == "em":
+        # rows that reach no observed report get zero mass under the MLE (g = 0 there)
+        p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense)
+        p = np.maximum(p, 0.0)
+        p /= p.sum()
+        if not converged:
+            warnings.warn(
+                f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
+                f"{em_gap:.4g} nats > tol = {tol:g}; raise max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+    else:
+        p = project_simplex(_least_squares(model, c_all / n_f))
+        evals, newton_steps, converged, em_gap = 0, 0, True, math.inf
+    q = AT @ p
+    with np.errstate(divide="ignore"):
+        if np.all(q > 0):
+            ll = float(c @ np.log(q)) + shift
+            g = (A @ (c / q)) / n_f
+            # two valid certificates: the one EM stopped on (EM is monotone) and this one
+            gap = min(em_gap, max(0.0, n_f * math.log(float(g.max()))))
+        else:
+            ll, gap = -math.inf, math.inf
+    p.setflags(write=False)
+    return FrequencyEstimate(p, (model.lo, model.hi), method, n, evals, converged, ll, gap, newton_steps)
+
+
+def _least_squares(model: _Model, f: np.ndarray) -> np.ndarray:
+    """``argmin ||Q^T p - f||_2`` (normal equations, sparse LU; lsqr if singular)."""
+    Q = model.unscaled()
+    if model.dense:
+        return np.linalg.lstsq(Q.T, f, rcond=None)[0]
+    import scipy.sparse.linalg as spla
+
+    G = sp.csc_array(Q @ Q.T)
+    rhs = Q @ f
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", spla.MatrixRankWarning)
+            sol = spla.splu(G).solve(rhs)
+        if np.all(np.isfinite(sol)):
+            return sol
+    except (RuntimeError, spla.MatrixRankWarning):
+        pass
+    return spla.lsqr(sp.csr_array(Q.T), f, atol=1e-14, btol=1e-14, iter_lim=50 * model.k)[0]
+
+
+def _check_method(method) -> str:
+    if method not in _METHODS:
+        raise ValueError(f"method must be 'em' or 'inversion'; got {method!r}")
+    return method
+
+
+def _check_tol(tol, max_iter):
+    tol = check_positive(tol, "tol")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    return tol, max_iter
+
+
+def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", tol=1e-2,
+                              max_iter=10_000, counts=False) -> FrequencyEstimate:
+    """:func:`estimate_frequencies` returning the :class:`FrequencyEstimate` with its diagnostics."""
+    method = _check_method(method)
+    tol, max_iter = _check_tol(tol, max_iter)
+    model = _model(mechanism, domain)
+    c_all = model.counts_of(reports, counts)
+    return _fit(model, c_all, method, tol, max_iter)
+
+
+def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=1e-2, max_iter=10_000,
+                         counts=False, return_info=False):
+    r"""Estimate the distribution of the true values on ``lo..hi`` from reports.
+
+    Parameters
+    ----------
+    reports : int array, iterable of int arrays, ReportCounts, or counts
+        The reports, one per person (any integer dtype; an iterable such as
+        :func:`sparseldp.io.iter_column` is consumed chunk by chunk).  With
+        ``counts=True``: a pair ``(offset, counts)`` as returned by
+        :func:`sparseldp.io.column_counts`, or a mapping ``value -> count``.
+        A :class:`ReportCounts` is always accepted.
+    mechanism : SparseLaplace, SparseGaussian or SparseChannel
+        What produced the reports.  On Z the channel restricted to the domain
+        has outputs ``lo - t .. hi + t``; a channel is restricted to its rows
+        ``lo..hi``.
+    domain : (lo, hi)
+        The range of the true values; required for mechanisms on Z, defaults
+        to the channel's input range for a channel.
+    method : {"em", "inversion"}
+        ``"em"`` (default): maximum likelihood by EM with the certified stopping
+        rule of the module docstring.  ``"inversion"``: unbiased least squares,
+        then projection onto the simplex.
+    tol : float > 0
+        EM stops when the certified log-likelihood gap ``n log max_x g_x`` is at
+        most ``tol`` nats (default ``1e-2``).
+    max_iter : int >= 1
+        Cap on EM map evaluations (a :class:`ConvergenceWarning` if reached
+        without the certificate; a Newton finish, if used, adds at most 120
+        steps).
+    counts : bool
+        Whether ``reports`` is a histogram (see above).
+    return_info : bool
+        Return the :class:`FrequencyEstimate` instead of the bare array.
+
+    Returns
+    -------
+    ndarray of float, length ``hi - lo + 1``
+        ``p[j]`` estimates the share of people whose value is ``lo + j``;
+        ``p >= 0`` and ``p.sum() == 1`` (up to rounding).
+
+    Raises
+    ------
+    ValueError
+        A report that the mechanism cannot produce from any input in the
+        domain (the message names the first one and how many there are), no
+        reports, a domain outside a channel's inputs, a bad parameter.
+    TypeError
+        Non-integer reports, an unsupported mechanism.
+    """
+    est = estimate_frequencies_full(reports, mechanism, domain=domain, method=method, tol=tol,
+                                    max_iter=max_iter, counts=counts)
+    return est if return_info else np.array(est.p)
+
+
+# ---------------------------------------------------------------------------
+# means
+# ---------------------------------------------------------------------------
+class MeanEstimate(float):
+    """A mean estimate: a ``float`` carrying ``stderr``, ``ci`` and how it was made.
+
+    Attributes
+    ----------
+    value : float
+        The estimate (also the float value of the object itself).
+    stderr : float
+        Estimated standard error.
+    ci : (float, float)
+        Normal-approximation confidence interval ``value -+ z stderr`` at
+        ``confidence``, clipped to the domain (the true mean lies in it).
+    confidence : float
+    method : str
+        ``"report-mean"`` (unbiased channel) or ``"em-fisher"`` (biased channel).
+    n : int
+        Number of reports.
+    """
+
+    __slots__ = ("stderr", "ci", "confidence", "method", "n")
+
+    def __new__(cls, value, *, stderr, ci, confidence, method, n):
+        obj = super().__new__(cls, value)
+        for name, val in (("stderr", float(stderr)), ("ci", (float(ci[0]), float(ci[1]))),
+                          ("confidence", float(confidence)), ("method", str(method)), ("n", int(n))):
+            object.__setattr__(obj, name, val)
+        return obj
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"MeanEstimate is immutable; cannot set {name!r}")
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+    def __reduce__(self):
+        return (_rebuild_mean, (float(self), self.stderr, self.ci, self.confidence, self.method, self.n))
+
+    def __repr__(self) -> str:
+        return (f"MeanEstimate(value={float(self)!r}, stderr={self.stderr!r}, ci={self.ci!r}, "
+                f"confidence={self.confidence!r}, method={self.method!r}, n={self.n})")
+
+    def to_dict(self) -> dict:
+        return {"mean": float(self), "stderr": self.stderr, "ci_low": self.ci[0], "ci_high": self.ci[1],
+                "confidence": self.confidence, "method": self.method, "n": self.n}
+
+
+def _rebuild_mean(value, stderr, ci, confidence, method, n):
+    return MeanEstimate(value, stderr=stderr, ci=ci, confidence=confidence, method=method, n=n)
+
+
+def _check_confidence(confidence) -> float:
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real):
+        raise TypeError(f"confidence must be a real number in (0, 1); got {type(confidence).__name__} {confidence!r}")
+    c = float(confidence)
+    if not (0.0 < c < 1.0):
+        raise ValueError(f"confidence must be a real number in (0, 1); got {confidence!r}")
+    return c
+
+
+def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=False, tol=1e-2,
+                  max_iter=10_000) -> MeanEstimate:
+    r"""Estimate the mean of the true values from reports, with a standard error and CI.
+
+    Two cases, decided exactly from the channel restricted to the domain by
+    its bias ``b(x) = E[Y | x] - x`` (computed entry by entry):
+
+    * **unbiased channel** (``max |b| <= 1e-9 max |y - x|``): mechanisms on Z
+      (symmetric, NOTES item 9), extended windows.  The estimate is the
+      report mean ``(1/n) sum_i Y_i``, exactly unbiased; the standard error is
+      the sample standard deviation (``ddof=1``) over ``sqrt(n)``, which
+      estimates ``sqrt((Var_p(x) + R2)/n)``.  ``method="report-mean"``.
+    * **biased channel** (clipped windows, clamped or folded baselines): the
+      report mean is pulled towards the middle near the edges.  The estimate is
+      the mean ``sum_x x p̂_x`` of the EM estimate :func:`estimate_frequencies`
+      (same ``tol``, ``max_iter``).  Its standard error is the delta method with
+      the expected Fisher information at ``p̂``: with
+      ``I = Q diag(1/q̂) Q^T`` (per report, ``q̂ = Q^T p̂``) and
+      ``u = x - mean``, ``se^2 = u^T I^{-1} u / n`` (the constrained
+      information ``I^{-1} - p p^T`` applied to the mean functional; ``I`` is
+      a banded sparse ``k x k`` system, sparse LU).  This is the asymptotic
+      standard error of the MLE when it is interior; when ``p̂`` sits on the
+      boundary of the simplex (zeros) the constraint only removes variance, so
+      the figure errs on the large (conservative) side.  ``method="em-fisher"``.
+
+    The confidence interval is ``value -+ z_{(1+confidence)/2} stderr``
+    (normal approximation), clipped to ``[lo, hi]``.
+
+    Parameters are those of :func:`estimate_frequencies`; at least two reports
+    are needed.  Returns a :class:`MeanEstimate`, a ``float`` subclass.
+    """
+    from scipy.stats import norm
+
+    confidence = _check_confidence(confidence)
+    tol, max_iter = _check_tol(tol, max_iter)
+    model = _model(mechanism, domain)
+    c_all = model.counts_of(reports, counts)
+    n_f = float(c_all.sum())
+    n = int(round(n_f))
+    if n < 2:
+        raise ValueError(f"reports must contain at least 2 reports to estimate a mean with a standard error; got {n}")
+    z = float(norm.ppf(0.5 + 0.5 * confidence))
+    bias, scale = model.bias()
+    if float(np.abs(bias).max(initial=0.0)) <= 1e-9 * max(scale, 1.0):
+        y = model.outputs.astype(float)
+        center = 0.5 * (model.lo + model.hi)  # centering keeps the variance sum exact for large values
+        d = y - center
+        m1 = float(c_all @ d) / n_f
+        var = float(c_all @ (d - m1) ** 2) / (n_f - 1.0)
+        value, se, method = center + m1, math.sqrt(var / n_f), "report-mean"
+    else:
+        est = _fit(model, c_all, "em", tol, max_iter)
+        x = np.arange(model.lo, model.hi + 1, dtype=float)
+        value = float(est.p @ x)
+        se = math.sqrt(max(_fisher_quadratic(model, est.p, x - value), 0.0) / n_f)
+        method = "em-fisher"
+    lo_ci = max(model.lo, value - z * se)
+    hi_ci = min(model.hi, value + z * se)
+    return MeanEstimate(value, stderr=se, ci=(lo_ci, hi_ci), confidence=confidence, method=method, n=n)
+
+
+def _fisher_quadratic(model: _Model, p: np.ndarray, u: np.ndarray) -> float:
+    """``u^T I^{-1} u`` with ``I = Q diag(1/q) Q^T`` over the outputs with ``q > 0``."""
+    Q = model.unscaled()
+    q = Q.T @ p
+    pos = np.flatnonzero(q > 0)
+    if model.dense:
+        Qp = Q[:, pos]
+        Imat = (Qp / q[pos][None, :]) @ Qp.T
+        lam = np.linalg.lstsq(Imat, u, rcond=None)[0]
+        return float(u @ lam)
+    import scipy.sparse.linalg as spla
+
+    Qp = sp.csc_array(Q)[:, pos]
+    Imat = sp.csc_array(Qp @ sp.diags_array(1.0 / q[pos]) @ Qp.T)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", spla.MatrixRankWarning)
+            lam = spla.splu(Imat).solve(u)
+        if np.all(np.isfinite(lam)):
+            return float(u @ lam)
+    except (RuntimeError, spla.MatrixRankWarning):
+        pass
+    lam = spla.lsqr(Imat, u, atol=1e-14, btol=1e-14, iter_lim=50 * model.k)[0]
+    return float(u @ lam)
