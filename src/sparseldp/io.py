@@ -174,7 +174,9 @@ def _resolve_mechanism(mechanism) -> _Target:
             lo, hi = mechanism.domain
             return _Target(sampler, lo=lo, hi=hi, description=f"the mechanism's domain [{lo}, {hi}]")
         return _Target(sampler)
-    if not callable(getattr(mechanism, "sample", None)) and type(mechanism).__name__ != "SparseChannel":
+    from .channel import SparseChannel
+
+    if not (callable(getattr(mechanism, "sample", None)) or isinstance(mechanism, SparseChannel)):
         raise TypeError(
             "mechanism must be a Spec, a path to a mechanism spec (JSON) or a mechanism with "
             f".sample(x, rng=...); got {type(mechanism).__name__}"
