@@ -7,9 +7,7 @@ shrinking the read block to a few bytes and the batch to a few rows.
 from __future__ import annotations
 
 import csv
-import io as stdio
 import json
-import os
 import re
 import subprocess
 import sys
