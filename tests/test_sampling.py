@@ -562,3 +562,13 @@ def test_channel_domain_error_names_value():
     ch = make_channel("laplace", 0.5, 7, (0, 10), "clipped")
     with pytest.raises(ValueError, match=r"x must be an integer in \[0, 10\]; got 11"):
         S.sample_channel(ch, [3, 11, -1], rng=1)
+
+
+def test_module_functions_dispatch_channels():
+    ch = make_channel("gaussian", 1.5, 9, (3, 12), "clipped")
+    y = S.sample(ch, np.array([3, 12]), rng=1)
+    assert y.shape == (2,) and 3 <= y.min() and y.max() <= 12
+    assert np.array_equal(y, S.sample_channel(ch, np.array([3, 12]), rng=1))
+    assert S.certify(ch, 1.0, 2) == S.certify_channel(ch, 1.0, 2)
+    with pytest.raises(TypeError, match="sample_channel"):
+        S.sampling_pmf(ch)
