@@ -1,0 +1,435 @@
+r"""Design and calibration on a finite domain, accounted exactly with Theorem 2.
+
+On a finite domain ``a..b`` the s-sparse mechanisms are channels
+(:class:`~sparseldp.SparseChannel`, NOTES item 2):
+
+* ``window="extended"``: outputs ``a - t .. b + t``; every row is the
+  mechanism on Z, so the defect of a pair is ``delta_h`` of Theorem 3/6 with
+  ``h = |x - x'|`` and the channel's ``delta`` equals ``delta_star`` on range
+  ``min(H, b - a)``.  Design reduces exactly to :func:`sparseldp.design` with
+  that range (proved equal, and re-certified with the channel).
+* ``window="clipped"``: outputs stay in ``a..b`` and rows near the edges are
+  renormalized, so the defect depends on the pair, not only on ``h``; only the
+  general Theorem 2 (Theorem 8 for the Gaussian family) applies.  Everything
+  here is accounted by :meth:`SparseChannel.delta` -- the exact supremum of the
+  ordered defect over pairs ``|x - x'| <= H`` -- never by the
+  translation-invariant formula.
+
+Two facts make the clipped search finite and exact in ``s``:
+
+1. For ``t >= b - a`` every clipped window is the whole domain, so larger
+   ``s`` give the same channel: ``s`` ranges over ``1, 3, ..., 2(b - a) + 1``.
+2. A pair ``x, x + h`` with ``x - t >= a`` and ``x + h + t <= b`` has both
+   windows inside the domain, where the clipped rows *are* the Z rows; so when
+   ``2t + H <= b - a`` the clipped ``delta >= delta_star`` on Z, and radii the
+   Z formula proves infeasible are skipped without loss.
+
+Distortion.  ``R1``/``R2`` of a channel are averaged over an input
+distribution (``prior``, uniform by default): ``sum_x prior(x) E[|Y - x|^r | x]``.
+Each clipped row is a one-parameter exponential family in ``|y - x|``
+(Laplace) or ``(y - x)^2`` (Gaussian) on a fixed window, so both moments are
+nonincreasing in ``lam`` and nondecreasing in ``sigma`` (covariance of two
+nondecreasing functions of ``|y - x|`` is nonnegative): for a fixed ``s`` the
+best parameter is the largest feasible ``lam`` / smallest feasible ``sigma``.
+
+Which way the answers err.  The ``delta_reached`` of every returned design is
+the exact accountant's value (``<= delta``, up to floating-point rounding of
+the accountant).  The smallest ``s`` for a given parameter is exact (every
+smaller radius is checked or proved infeasible).  Optimal parameters are
+found on a grid: a log grid of 24 points over the parameter range, then
+bisection (relative 1e-10) towards the good end from the feasible grid point
+nearest to it; because the defect is not proven monotone or unimodal in the
+parameter, a feasible island beyond an infeasible grid gap could be missed, so
+the optimum is "over the search grid".  In the joint ``(s, param)`` search the
+radii scanned are every radius for the first 64 candidates, then geometric
+steps (x1.15) up to ``b - a``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_int, check_nonnegative, check_positive, check_probability
+from .errors import InfeasibleError
+
+__all__ = ["FiniteDesign", "design_finite", "calibrate"]
+
+_FAMILIES = ("laplace", "gaussian")
+_OBJECTIVES = ("r1", "r2")
+# Parameter search ranges: beyond these ends the mechanism no longer changes in
+# double precision for distortion purposes (lam = 60: off-centre mass e^-60).
+_LAM_RANGE = (1e-4, 60.0)
+_SIGMA_MIN = 0.05
+_GRID = 24
+_DENSE_RADII = 64
+
+
+@dataclass(frozen=True)
+class FiniteDesign:
+    """A channel on a finite domain meeting ``(eps, delta)`` on range ``H``, with its certificate.
+
+    Attributes
+    ----------
+    family : str
+        ``"laplace"``/``"gaussian"`` (sparse windows) or a baseline name of
+        :data:`sparseldp.baselines.FAMILIES`.
+    params : dict
+        The constructor parameters (``{"lam": ..., "s": ...}``, ``{"eps": ...}``, ...).
+    channel : SparseChannel
+    delta_reached : float
+        Exact ``channel.delta(eps, H)`` (Theorem 2), ``<= delta``.
+    r1, r2 : float
+        Distortion moments averaged over the prior (uniform by default).
+    note : str
+        Which way the answer errs (exact certificate; optimality over the grid).
+    """
+
+    family: str
+    params: dict
+    channel: object = field(repr=False)
+    eps: float
+    delta: float
+    H: int
+    domain: tuple[int, int]
+    window: str | None
+    delta_reached: float
+    r1: float
+    r2: float
+    objective: str
+    note: str = field(repr=False, default="")
+
+    @property
+    def s(self) -> int | None:
+        return self.params.get("s")
+
+    def to_dict(self) -> dict:
+        out = {"family": self.family, **self.params, "eps": self.eps, "delta": self.delta, "H": self.H,
+               "domain": list(self.domain), "delta_reached": self.delta_reached, "r1": self.r1, "r2": self.r2,
+               "objective": self.objective}
+        if self.window is not None:
+            out["window"] = self.window
+        return out
+
+
+# ---------------------------------------------------------------------------
+# checks and helpers
+# ---------------------------------------------------------------------------
+def _check_target(eps, delta, H, domain):
+    from .channel import check_domain
+
+    eps = check_nonnegative(eps, "eps")
+    delta = check_probability(delta, "delta")
+    H = check_int(H, "H", minimum=1)
+    return eps, delta, H, check_domain(domain)
+
+
+def _check_prior(prior, k: int):
+    if prior is None:
+        return np.full(k, 1.0 / k)
+    try:
+        w = np.asarray(prior, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"prior must be an array of {k} nonnegative weights; got {prior!r}"[:200]) from None
+    if w.shape != (k,):
+        raise ValueError(f"prior must be an array of {k} nonnegative weights (one per domain value); got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError("prior must hold finite nonnegative weights with a positive sum")
+    return w / w.sum()
+
+
+def _check_objective(objective) -> str:
+    if objective not in _OBJECTIVES:
+        raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
+    return objective
+
+
+def _moments(channel, prior) -> tuple[float, float]:
+    order = np.argsort(np.asarray(channel.inputs), kind="stable")
+    r1 = channel.distortion(1)[order]
+    r2 = channel.distortion(2)[order]
+    return float(prior @ r1), float(prior @ r2)
+
+
+def _window_channel(family, param, t, domain, window):
+    from .channel import SparseChannel
+
+    build = SparseChannel.laplace if family == "laplace" else SparseChannel.gaussian
+    name = "lam" if family == "laplace" else "sigma"
+    return build(**{name: param}, s=2 * t + 1, domain=domain, window=window)
+
+
+def _extreme(delta_of, target, good, other, *, known=None):
+    """Param nearest the good end (on a log grid, then bisection) with ``delta_of(param) <= target``.
+
+    ``good``/``other`` are the two ends of the range (either order).  With
+    ``known`` (a feasible param), the grid is skipped and the bisection starts
+    from it.  Returns (param, delta) or None when nothing on the grid (and the
+    golden-section refinement around the grid minimum) is feasible.
+    """
+    d_good = delta_of(good)
+    if d_good <= target:
+        return good, d_good
+    if known is not None and delta_of(known) <= target:
+        start = known
+    else:
+        grid = np.geomspace(good, other, _GRID)  # grid[0] = good end
+        vals = np.array([delta_of(float(g)) for g in grid])
+        feas = np.flatnonzero(vals <= target)
+        if feas.size:
+            start = float(grid[feas[0]])
+        else:
+            i = int(np.argmin(vals))
+            a = math.log(grid[max(i - 1, 0)])
+            b = math.log(grid[min(i + 1, _GRID - 1)])
+            f = lambda u: delta_of(math.exp(u))
+            invphi = (math.sqrt(5) - 1) / 2
+            c, d = b - invphi * (b - a), a + invphi * (b - a)
+            fc, fd = f(c), f(d)
+            start = None
+            for _ in range(60):
+                if min(fc, fd) <= target:
+                    start = math.exp(c if fc <= fd else d)
+                    break
+                if fc < fd:
+                    b, d, fd = d, c, fc
+                    c = b - invphi * (b - a)
+                    fc = f(c)
+                else:
+                    a, c, fc = c, d, fd
+                    d = a + invphi * (b - a)
+                    fd = f(d)
+                if abs(b - a) < 1e-12:
+                    break
+            if start is None:
+                return None
+    lo, hi = start, good  # lo feasible, hi infeasible
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if delta_of(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+        if abs(hi - lo) <= 1e-10 * max(lo, hi):
+            break
+    return lo, delta_of(lo)
+
+
+def _param_range(family, k):
+    if family in ("laplace", "geometric-clamp", "geometric-fold", "sparse-laplace"):
+        lo, hi = _LAM_RANGE
+        return hi, lo  # good end first: large lam
+    return _SIGMA_MIN, 10.0 * (k + 1)  # small sigma first
+
+
+# ---------------------------------------------------------------------------
+# design of the sparse windows
+# ---------------------------------------------------------------------------
+def design_finite(family, *, eps, delta, H, domain, window="clipped", objective="r2", lam=None, sigma=None,
+                  prior=None) -> FiniteDesign:
+    r"""Smallest ``s`` (and best ``lam``/``sigma`` when not given) on a finite domain.
+
+    Parameters
+    ----------
+    family : {"laplace", "gaussian"}
+    eps, delta, H
+        The target: ``sup_{|x - x'| <= H} Delta_eps(x, x') <= delta`` over the
+        domain (Theorem 2; Theorem 8 for the Gaussian family).
+    domain : (a, b)
+    window : {"clipped", "extended"}
+    objective : {"r2", "r1"}
+        What the joint design minimizes (averaged over ``prior``).
+    lam, sigma : float, optional
+        Fix the kernel parameter: then only ``s`` is chosen, the smallest
+        feasible one (exact).
+    prior : array of ``b - a + 1`` weights, optional
+        Input distribution for the distortion averages (uniform by default).
+
+    Returns
+    -------
+    FiniteDesign
+        With the exact certificate ``delta_reached`` (see the module docstring
+        for which way the optimality errs).
+
+    Raises
+    ------
+    InfeasibleError
+        When no ``s`` works for the given parameter (clipped: every radius up to
+        ``b - a`` checked; extended: the proof of :func:`sparseldp.smallest_support`),
+        or no ``(s, param)`` on the search grid works.
+    """
+    from .channel import check_window
+
+    if family not in _FAMILIES:
+        raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}")
+    eps, delta, H, domain = _check_target(eps, delta, H, domain)
+    window = check_window(window)
+    objective = _check_objective(objective)
+    a, b = domain
+    k = b - a + 1
+    w = _check_prior(prior, k)
+    pname = "lam" if family == "laplace" else "sigma"
+    given = lam if family == "laplace" else sigma
+    other = sigma if family == "laplace" else lam
+    if other is not None:
+        raise ValueError(f"{'sigma' if family == 'laplace' else 'lam'} is not a parameter of the {family} family")
+    if given is not None:
+        given = check_positive(given, pname)
+    if window == "extended":
+        return _design_extended(family, pname, given, eps, delta, H, domain, objective, w)
+    return _design_clipped(family, pname, given, eps, delta, H, domain, objective, w)
+
+
+def _finish(family, pname, param, t, eps, delta, H, domain, window, objective, w, note):
+    ch = _window_channel(family, param, t, domain, window)
+    reached = float(ch.delta(eps, H))
+    r1, r2 = _moments(ch, w)
+    return FiniteDesign(family, {pname: param, "s": 2 * t + 1}, ch, eps, delta, H, domain, window, reached,
+                        r1, r2, objective, note)
+
+
+def _design_extended(family, pname, given, eps, delta, H, domain, objective, w):
+    from .design import design, smallest_support
+
+    a, b = domain
+    Hd = min(H, b - a)
+    if Hd == 0:  # a single input: no pair to protect
+        param = given if given is not None else (_LAM_RANGE[1] if family == "laplace" else _SIGMA_MIN)
+        return _finish(family, pname, param, 0, eps, delta, H, domain, "extended", objective, w,
+                       "single-value domain: no pair to protect")
+    if given is not None:
+        s = smallest_support(family, eps=eps, delta=delta, H=Hd, **{pname: given})
+        param, t = given, (s - 1) // 2
+        note = "s exact (extended windows are the Z mechanism on range min(H, b - a))"
+    else:
+        d = design(family, eps=eps, delta=delta, H=Hd, objective=objective)
+        param, t = d.param, (d.s - 1) // 2
+        note = "design() on range min(H, b - a): exact certificate, optimality over its search grid"
+    res = _finish(family, pname, param, t, eps, delta, H, domain, "extended", objective, w, note)
+    # the channel accountant and the Z formula agree up to rounding; never return a
+    # design whose exact channel certificate exceeds delta
+    while res.delta_reached > delta:
+        t += 1
+        res = _finish(family, pname, param, t, eps, delta, H, domain, "extended", objective, w, note)
+    return res
+
+
+def _z_infeasible(family, param, t, eps, delta, H, span) -> bool:
+    """Proved infeasible through an interior pair (fact 2 of the module docstring)."""
+    if 2 * t + H > span:
+        return False
+    from .accounting import delta_profile
+    from .mechanisms import SparseGaussian, SparseLaplace
+
+    m = SparseLaplace(lam=param, s=2 * t + 1) if family == "laplace" else SparseGaussian(sigma=param, s=2 * t + 1)
+    return float(delta_profile(m.kernel, eps, H)[0]) > delta
+
+
+def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
+    a, b = domain
+    span = b - a
+    if given is not None:
+        for t in range(0, span + 1):
+            if _z_infeasible(family, given, t, eps, delta, H, span):
+                continue
+            ch = _window_channel(family, given, t, domain, "clipped")
+            if float(ch.delta(eps, H)) <= delta:
+                return _finish(family, pname, given, t, eps, delta, H, domain, "clipped", objective, w,
+                               "s exact: every smaller s checked with the exact accountant or proved infeasible")
+        raise InfeasibleError(
+            f"no s makes the clipped {family} channel with {pname} = {given:g} on {a}..{b} "
+            f"(eps = {eps:g}, delta = {delta:g})-LDP on range H = {H}: every s up to {2 * span + 1} was "
+            "checked exactly, and larger s give the same channel (the window is the whole domain)"
+        )
+    good, other = _param_range(family, span + 1)
+    radii = list(range(0, min(span, _DENSE_RADII - 1) + 1))
+    r = float(radii[-1])
+    while r < span:
+        r = r * 1.15 + 1
+        radii.append(int(min(r, span)))
+    best = None  # (objective, param, t)
+    known = None
+    for t in radii:
+        delta_of = lambda p, t=t: float(_window_channel(family, p, t, domain, "clipped").delta(eps, H))
+        found = _extreme(delta_of, delta, good, other, known=known)
+        if found is None:
+            continue
+        param, _ = found
+        known = param
+        ch = _window_channel(family, param, t, domain, "clipped")
+        r1, r2 = _moments(ch, w)
+        val = r1 if objective == "r1" else r2
+        if best is None or val < best[0]:
+            best = (val, param, t)
+    if best is None:
+        raise InfeasibleError(
+            f"no clipped {family} channel on {a}..{b} meets (eps = {eps:g}, delta = {delta:g}) on range "
+            f"H = {H} anywhere on the search grid of s and {pname}"
+        )
+    _, param, t = best
+    return _finish(family, pname, param, t, eps, delta, H, domain, "clipped", objective, w,
+                   "exact certificate; (s, param) optimal over the search grid (module docstring)")
+
+
+# ---------------------------------------------------------------------------
+# calibration of every baseline family
+# ---------------------------------------------------------------------------
+def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
+              window="clipped") -> FiniteDesign:
+    r"""Best parameters of a :data:`sparseldp.baselines.FAMILIES` member for a target.
+
+    Every family is a channel on ``domain`` and is accounted by the same exact
+    code (:meth:`SparseChannel.delta`, Theorem 2); "best" is the least noisy
+    parameter meeting ``delta``:
+
+    * ``"rr"``: the largest ``eps`` of randomized response (its defect at the
+      target eps is ``(e^{eps'} - e^{eps})_+ / (e^{eps'} + k - 1)``, increasing in
+      ``eps'``);
+    * ``"geometric-clamp"``, ``"geometric-fold"``: the largest ``lam``;
+    * ``"discrete-gaussian"``: the smallest ``sigma``;
+    * ``"sparse-laplace"``, ``"sparse-gaussian"``: :func:`design_finite` with
+      ``window`` (clipped by default), jointly over ``s`` and the parameter.
+
+    The parameter search is the log grid + bisection of the module docstring
+    (exact certificate; optimal over the grid).  Distortions are averaged over
+    ``prior`` (uniform by default).
+    """
+    from .baselines import FAMILIES
+
+    if family_name not in FAMILIES:
+        raise ValueError(f"family_name must be one of {sorted(FAMILIES)}; got {family_name!r}")
+    eps, delta, H, domain = _check_target(eps, delta, H, domain)
+    objective = _check_objective(objective)
+    if family_name in ("sparse-laplace", "sparse-gaussian"):
+        fam = "laplace" if family_name == "sparse-laplace" else "gaussian"
+        d = design_finite(fam, eps=eps, delta=delta, H=H, domain=domain, window=window, objective=objective,
+                          prior=prior)
+        return FiniteDesign(family_name, d.params, d.channel, eps, delta, H, domain, d.window, d.delta_reached,
+                            d.r1, d.r2, objective, d.note)
+    a, b = domain
+    k = b - a + 1
+    w = _check_prior(prior, k)
+    entry = FAMILIES[family_name]
+    pname = entry.param
+    if pname == "eps":
+        good, other = eps + 60.0, max(eps, 1e-12)
+    else:
+        good, other = _param_range(family_name, k)
+
+    def build(p):
+        return entry.constructor(**{pname: p}, domain=domain)
+
+    found = _extreme(lambda p: float(build(p).delta(eps, H)), delta, good, other)
+    if found is None:
+        raise InfeasibleError(
+            f"no {family_name} channel on {a}..{b} meets (eps = {eps:g}, delta = {delta:g}) on range H = {H} "
+            f"for {pname} on the search grid [{min(good, other):g}, {max(good, other):g}]"
+        )
+    param, _ = found
+    ch = build(param)
+    reached = float(ch.delta(eps, H))
+    r1, r2 = _moments(ch, w)
+    return FiniteDesign(family_name, {pname: param}, ch, eps, delta, H, domain, None, reached, r1, r2, objective,
+                        "exact certificate; parameter optimal over the search grid (log grid + bisection)")

@@ -1,0 +1,191 @@
+"""Finite-domain design and calibration under the exact general accountant (Theorem 2)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sparseldp import InfeasibleError, SparseChannel, smallest_support
+from sparseldp.baselines import FAMILIES
+from sparseldp.finite_design import FiniteDesign, calibrate, design_finite
+
+
+def brute_delta(Q, inputs, eps, H):
+    """Independent dense evaluation of sup_{0 < |x - x'| <= H} sum_y [Q(y|x) - e^eps Q(y|x')]_+."""
+    best = 0.0
+    for i in range(Q.shape[0]):
+        for j in range(Q.shape[0]):
+            if i != j and abs(inputs[i] - inputs[j]) <= H:
+                best = max(best, float(np.maximum(Q[i] - math.exp(eps) * Q[j], 0.0).sum()))
+    return best
+
+
+def dense_clipped(kind, param, s, a, b):
+    t = (s - 1) // 2
+    x = np.arange(a, b + 1)[:, None]
+    y = np.arange(a, b + 1)[None, :]
+    d = np.abs(y - x).astype(float)
+    w = np.exp(-param * d) if kind == "laplace" else np.exp(-(d**2) / (2 * param**2))
+    w = np.where(d <= t, w, 0.0)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+# (family, eps, delta, H, domain, parameter)
+GIVEN = [
+    ("laplace", 1.0, 1e-3, 3, (0, 29), 0.2),
+    ("laplace", 0.5, 0.05, 2, (-5, 10), 0.2),
+    ("gaussian", 1.0, 1e-2, 2, (0, 24), 4.0),
+    ("gaussian", 2.0, 1e-4, 1, (3, 20), 2.0),
+]
+
+
+@pytest.mark.parametrize("family, eps, delta, H, domain, param", GIVEN)
+def test_clipped_smallest_s_is_exact(family, eps, delta, H, domain, param):
+    pname = "lam" if family == "laplace" else "sigma"
+    d = design_finite(family, eps=eps, delta=delta, H=H, domain=domain, window="clipped", **{pname: param})
+    assert isinstance(d, FiniteDesign) and d.window == "clipped" and d.params[pname] == param
+    s = d.s
+    inputs = np.arange(domain[0], domain[1] + 1)
+    # certificate is the independent dense value, and meets the target
+    Q = dense_clipped(family, param, s, *domain)
+    assert d.delta_reached == pytest.approx(brute_delta(Q, inputs, eps, H), abs=1e-12)
+    assert d.delta_reached <= delta
+    # every smaller s fails (independently evaluated)
+    for smaller in range(1, s, 2):
+        assert brute_delta(dense_clipped(family, param, smaller, *domain), inputs, eps, H) > delta
+    # distortion averages are those of the dense channel under the uniform prior
+    D = np.abs(inputs[None, :] - inputs[:, None])
+    assert d.r1 == pytest.approx(float((Q * D).sum(axis=1).mean()), rel=1e-10)
+    assert d.r2 == pytest.approx(float((Q * D**2).sum(axis=1).mean()), rel=1e-10)
+
+
+@pytest.mark.parametrize("family, eps, delta, H, domain, param", GIVEN)
+def test_extended_matches_z_design(family, eps, delta, H, domain, param):
+    pname = "lam" if family == "laplace" else "sigma"
+    d = design_finite(family, eps=eps, delta=delta, H=H, domain=domain, window="extended", **{pname: param})
+    Hd = min(H, domain[1] - domain[0])
+    assert d.s == smallest_support(family, eps=eps, delta=delta, H=Hd, **{pname: param})
+    assert d.delta_reached <= delta
+    assert d.delta_reached == pytest.approx(float(d.channel.delta(eps, H)), abs=0)
+
+
+def test_extended_range_capped_by_domain():
+    # H far beyond the domain width: only separations up to b - a exist
+    d = design_finite("laplace", eps=1.0, delta=1e-3, H=50, domain=(0, 4), window="extended", lam=0.2)
+    assert d.s == smallest_support("laplace", eps=1.0, delta=1e-3, H=4, lam=0.2)
+
+
+def test_clipped_joint_design_is_feasible_and_locally_optimal():
+    d = design_finite("laplace", eps=1.0, delta=1e-2, H=2, domain=(0, 19), window="clipped")
+    lam, s = d.params["lam"], d.s
+    inputs = np.arange(20)
+    assert brute_delta(dense_clipped("laplace", lam, s, 0, 19), inputs, 1.0, 2) <= 1e-2
+    # a slightly larger lam at the same s violates the target (bisection boundary)
+    assert brute_delta(dense_clipped("laplace", lam * 1.001, s, 0, 19), inputs, 1.0, 2) > 1e-2
+    # no feasible (s, lam) on an independent grid has a smaller average R2
+    D2 = (inputs[None, :] - inputs[:, None]) ** 2
+    for t in range(0, 20):
+        for lam_g in np.geomspace(0.01, 5.0, 30):
+            Q = dense_clipped("laplace", lam_g, 2 * t + 1, 0, 19)
+            if brute_delta(Q, inputs, 1.0, 2) <= 1e-2:
+                assert float((Q * D2).sum(axis=1).mean()) >= d.r2 - 1e-9
+    assert d.objective == "r2" and d.r2 > 0
+
+
+@pytest.mark.parametrize("k, eps, delta, H", [(10, 1.0, 1e-3, 1), (50, 0.5, 1e-2, 3), (7, 2.0, 0.1, 6), (30, 1.0, 0.0, 2)])
+def test_rr_calibration_matches_closed_form(k, eps, delta, H):
+    d = calibrate("rr", eps=eps, delta=delta, H=H, domain=(0, k - 1))
+    # defect (e^eps' - e^eps)_+ / (e^eps' + k - 1) = delta  <=>  e^eps' = (e^eps + delta (k - 1)) / (1 - delta)
+    closed = math.log((math.exp(eps) + delta * (k - 1)) / (1 - delta))
+    assert d.params["eps"] == pytest.approx(closed, rel=1e-9)
+    assert d.params["eps"] <= closed * (1 + 1e-15)  # errs on the safe side
+    assert d.delta_reached <= delta
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_family_calibrates_under_the_same_accountant(name):
+    eps, delta, H, domain = 1.0, 1e-2, 2, (0, 15)
+    d = calibrate(name, eps=eps, delta=delta, H=H, domain=domain)
+    assert d.family == name and d.delta_reached <= delta
+    ch = d.channel
+    inputs = np.asarray(ch.inputs)
+    assert d.delta_reached == pytest.approx(brute_delta(ch.matrix.toarray(), inputs, eps, H), abs=1e-12)
+    # the parameter is at the boundary: a little less noise breaks the target
+    entry = FAMILIES[name]
+    pname = entry.param
+    p = d.params[pname]
+    nudged = p * (1.001 if entry.more_private_when == "smaller" else 1 / 1.001)
+    kwargs = {pname: nudged, "domain": domain}
+    if entry.takes_s:
+        kwargs["s"] = d.params["s"]
+    worse = entry.constructor(**kwargs)
+    assert float(worse.delta(eps, H)) > delta
+    assert set(d.to_dict()) >= {"family", pname, "delta_reached", "r1", "r2", "domain"}
+
+
+def test_sparse_calibration_equals_design_finite():
+    a = calibrate("sparse-gaussian", eps=1.0, delta=1e-2, H=2, domain=(0, 15))
+    b = design_finite("gaussian", eps=1.0, delta=1e-2, H=2, domain=(0, 15))
+    assert a.params == b.params and a.delta_reached == b.delta_reached
+
+
+def test_prior_weights_the_distortion():
+    prior = np.zeros(16)
+    prior[0] = 1.0  # all mass at the edge: clipped rows there are one-sided
+    d = calibrate("geometric-clamp", eps=1.0, delta=1e-2, H=2, domain=(0, 15), prior=prior)
+    assert d.r1 == pytest.approx(float(d.channel.distortion(1)[0]), rel=1e-12)
+
+
+@given(st.floats(0.05, 3.0), st.floats(0.05, 3.0), st.integers(0, 6), st.integers(0, 8))
+def test_clipped_distortion_monotone_in_lam_and_t(l1, l2, t, x):
+    """The facts the joint search relies on: R1, R2 nonincreasing in lam, nondecreasing in t."""
+    lo, hi = min(l1, l2), max(l1, l2)
+    dom = (0, 8)
+
+    def rows(lam, t):
+        ch = SparseChannel.laplace(lam=lam, s=2 * t + 1, domain=dom, window="clipped")
+        return ch.distortion(1)[x], ch.distortion(2)[x]
+
+    a1, a2 = rows(lo, t)
+    b1, b2 = rows(hi, t)
+    assert b1 <= a1 + 1e-12 and b2 <= a2 + 1e-12
+    c1, c2 = rows(lo, t + 1)
+    assert c1 >= a1 - 1e-12 and c2 >= a2 - 1e-12
+
+
+def test_infeasible_given_parameter():
+    # delta = 0 needs equal supports (whole-domain windows) and a small enough log ratio
+    with pytest.raises(InfeasibleError, match="every s up to 11 was checked exactly"):
+        design_finite("laplace", eps=0.1, delta=0.0, H=1, domain=(0, 5), lam=5.0)
+    # with delta = 0 a feasible design has the whole domain as its window
+    d = design_finite("laplace", eps=0.5, delta=0.0, H=1, domain=(0, 5), lam=0.05)
+    assert d.s == 11 and d.delta_reached == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(family="cauchy"), ValueError, "family must be 'laplace' or 'gaussian'"),
+        (dict(window="wrapped"), ValueError, "window must be 'extended' or 'clipped'"),
+        (dict(objective="r3"), ValueError, "objective must be 'r1' or 'r2'"),
+        (dict(sigma=1.0), ValueError, "sigma is not a parameter of the laplace family"),
+        (dict(lam=-1.0), ValueError, "lam must be a real number > 0"),
+        (dict(prior=[1.0, 2.0]), ValueError, "prior must be an array of 10 nonnegative weights"),
+        (dict(delta=1.5), ValueError, r"delta must be a real number in \[0, 1\]"),
+        (dict(H=0), ValueError, "H must be an integer >= 1"),
+        (dict(domain=(3, 1)), ValueError, "domain must be a pair"),
+    ],
+)
+def test_bad_inputs(kwargs, exc, match):
+    args = dict(family="laplace", eps=1.0, delta=1e-2, H=2, domain=(0, 9))
+    args.update(kwargs)
+    family = args.pop("family")
+    with pytest.raises(exc, match=match):
+        design_finite(family, **args)
+
+
+def test_calibrate_bad_family():
+    with pytest.raises(ValueError, match="family_name must be one of"):
+        calibrate("laplace", eps=1.0, delta=0.1, H=1, domain=(0, 3))
