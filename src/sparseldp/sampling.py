@@ -29,13 +29,18 @@ How it is sampled
 -----------------
 Inverse CDF on integers: with thresholds ``T_j = c_{-t} + ... + c_{-t+j}``
 (``j = 0..s-2``, all ``< 2^64``) and a uniform 64-bit word ``u``, the offset
-is ``#{j : T_j <= u} - t``, so ``Pr[K = k] = c_k / 2^64`` exactly: no float is
-involved anywhere.  For speed a guide table indexed by the top 16 bits of
-``u`` stores the answer for every 2^48-wide bucket that contains no
-threshold (all but at most ``s - 1`` of the 65,536 buckets); words landing in
-one of the few buckets that do are finished by an exact branch-free binary
-search over that bucket's uint64 thresholds.  Both steps are vectorized and run on fixed-size
-chunks, so memory is the output plus a few hundred kilobytes.
+is ``#{j : T_j <= u} - t`` (:func:`offset_of_words`), so
+``Pr[K = k] = c_k / 2^64`` exactly: no float is involved anywhere.  For speed
+a guide table indexed by the top 16 bits of ``u`` stores the answer for every
+``2^48``-wide bucket that contains no threshold (all but at most ``s - 1`` of
+the 65,536 buckets); a draw landing in one of the few buckets that do is
+finished by an exact branch-free binary search over that bucket's uint64
+thresholds.  Since only those draws need the low 48 bits, the bits are drawn
+lazily: each 64-bit word supplies the top 16 bits of four draws, and a draw
+in an ambiguous bucket takes one more word for its low 48 bits.  Each draw is
+still a uniform 64-bit ``u``, and how many words are used depends on the
+random bits only.  Everything is vectorized over fixed-size chunks, so memory
+is the output plus a few hundred kilobytes.
 
 Finite-domain channels (``SparseChannel``, extended or clipped windows) are
 sampled the same way with one threshold row per input: a branch-free binary
@@ -77,17 +82,25 @@ input on Z).  The privacy statement is therefore about a distribution that is
 known exactly, and :func:`certify` bounds its ``delta`` with outward-rounded
 arithmetic instead of trusting floating-point accounting.
 
-*Timing.*  The work done does not depend on the secret input beyond the
-output: for the mechanisms on Z the offset is drawn without looking at ``x``
-and ``x`` only enters one vectorized addition; the guide-table fix-up depends
-on the random word only.  For channels the row is found and searched by
-branch-free code with a fixed number of steps for every input, so the number
-of operations is the same for every ``x``; the memory addresses touched do
-depend on the row, and a pure-Python/numpy library cannot promise
-constant-time memory access (cache timing) -- deployments that must resist a
+*Timing.*  The work done must not depend on the secret input beyond the
+output -- and since ``x = y - K``, not on the offset ``K`` either, or timing
+plus the public report would point at ``x``.  For the mechanisms on Z the
+offset is drawn without looking at ``x`` and ``x`` only enters one vectorized
+addition.  Draws that land in an ambiguous guide bucket are correlated with
+the offset (a bucket holding a threshold sits between two known offsets), so
+their number must not show: every chunk of ``m`` draws always requests the
+same number ``F(m)`` of extra words and resolves ``F(m)`` slots (padding
+with a dummy), where ``F`` is chosen so that more than ``F`` ambiguous draws
+occur with probability at most ``2^-64`` (only then is extra work done).  A
+single privatized value therefore costs the same every time.  For channels
+the row is found and searched by branch-free code with a fixed number of
+steps for every input, so the number of operations is the same for every
+``x``.  The memory addresses touched (guide entry, threshold row) do depend
+on the draw and the row, and a pure-Python/numpy library cannot promise
+constant-time memory access (cache timing): deployments that must resist a
 co-located cache attacker should use a constant-time native sampler.  Input
-validation (integer type, value in the declared domain) does branch on ``x``,
-but only to reject inputs that the declared domain already rules out.
+validation (integer type, value in the declared domain, room for ``x +- t`` in
+int64) branches on ``x`` only to reject inputs.
 
 *Randomness.*  ``rng=None`` (the default everywhere) reads the operating
 system's CSPRNG through ``os.urandom`` (``getrandom(2)`` on Linux), fresh for
@@ -125,6 +138,7 @@ __all__ = [
     "sampling_tables",
     "sampling_pmf",
     "sample",
+    "offset_of_words",
     "certify",
     "channel_sampling_tables",
     "channel_sampling_pmf",
@@ -135,10 +149,8 @@ __all__ = [
 _TWO64 = 1 << 64
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
-# Words per chunk: 512 KiB of random words, small enough to stay in cache.
+# Draws per chunk: small enough for the working buffers to stay in cache.
 _CHUNK = 1 << 16
-# The top 16 bits of a uint64 as a strided uint16 view (byte order matters).
-_TOP16 = 3 if sys.byteorder == "little" else 0
 _BUCKET_BITS = 48
 # Decimal precision (significant digits) for the ideal pmf: ~199 bits.
 _DIGITS = 60
@@ -263,6 +275,8 @@ class MechanismTables:
     bucket_lo, bucket_n, fix_steps
         Per bucket: index of its first threshold and how many fall inside; the
         number of binary-search steps that resolves any bucket.
+    n_ambiguous, dummy_bucket
+        How many buckets hold a threshold, and one of them (padding target).
     max_pmf_error : float
         ``max_k |c_k / 2^64 - p_k|`` against the ideal pmf ``p``.
     floored : int
@@ -277,6 +291,8 @@ class MechanismTables:
     bucket_lo: np.ndarray
     bucket_n: np.ndarray
     fix_steps: int
+    n_ambiguous: int
+    dummy_bucket: int
     max_pmf_error: float
     floored: int
 
@@ -305,9 +321,11 @@ def _tables_cached(mechanism) -> MechanismTables:
     counts = tuple(half[:0:-1] + half)
     thresholds = np.array(list(_cumsum(counts[:-1])), dtype=np.uint64)
     guide, sentinel, bucket_lo, bucket_n, steps = _guide_table(thresholds, t)
+    amb = np.flatnonzero(guide == sentinel) if t else np.zeros(0, dtype=np.intp)
     for arr in (thresholds, guide, bucket_lo, bucket_n):
         arr.setflags(write=False)
-    return MechanismTables(t, counts, thresholds, guide, sentinel, bucket_lo, bucket_n, steps, max_err, floored)
+    return MechanismTables(t, counts, thresholds, guide, sentinel, bucket_lo, bucket_n, steps,
+                           int(amb.size), int(amb[0]) if amb.size else 0, max_err, floored)
 
 
 def _cumsum(values):
@@ -367,28 +385,88 @@ def _as_int_input(x, name: str = "x") -> np.ndarray:
     return check_int_array(arr, name)
 
 
-def _offsets_into(tab: MechanismTables, u: np.ndarray, off: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Offsets for the words ``u`` into the buffer ``off`` (guide lookup, then exact fix-up).
+def _resolve(tab: MechanismTables, u: np.ndarray) -> np.ndarray:
+    """Exact offsets ``#{j : T_j <= u} - t`` for words whose top-16-bit bucket holds a threshold.
 
-    ``off`` and ``mask`` are working buffers of at least ``u.size`` entries,
-    reused across chunks so that the only allocation per chunk is the words.
+    Searches only the word's bucket: thresholds below the bucket are counted
+    by ``bucket_lo``, those inside by a branch-free binary search.
     """
-    m = u.size
-    off = off[:m]
+    b = (u >> np.uint64(_BUCKET_BITS)).astype(np.intp)
+    lo = tab.bucket_lo[b]
+    return lo + _branchless_count_le(tab.thresholds, lo, tab.bucket_n[b], u, tab.fix_steps) - tab.t
+
+
+def offset_of_words(mechanism, u) -> np.ndarray:
+    """The sampler's map from 64-bit words to offsets: ``#{j : T_j <= u} - t``.
+
+    This is the definition :func:`sample` implements (exposed for tests and
+    audits): guide-table lookup on the top 16 bits, exact search in the few
+    buckets that contain a threshold.
+    """
+    tab = sampling_tables(mechanism)
+    u = np.asarray(u, dtype=np.uint64).reshape(-1)
+    off = tab.guide[(u >> np.uint64(_BUCKET_BITS)).astype(np.intp)].astype(np.int64)
+    bad = np.flatnonzero(off == tab.sentinel) if tab.t else np.zeros(0, np.intp)
+    if bad.size:
+        off[bad] = _resolve(tab, u[bad])
+    return off
+
+
+def _offsets_into(tab: MechanismTables, source: BitSource, m: int, off: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``m`` offsets drawn with ``source`` into the buffer ``off`` (first ``m`` entries).
+
+    The offset of a word ``u`` depends on its top 16 bits alone except in the
+    buckets that hold a threshold (at most ``s - 1`` of 65,536), so the bits are
+    drawn lazily: one 64-bit word gives the top 16 bits of four draws, and
+    only a draw that lands in such a bucket takes one more word for its low
+    48 bits.  Every draw is thus a uniform 64-bit ``u = (b << 48) | r``, mapped
+    exactly as in :func:`offset_of_words`; how many extra words are taken
+    depends on the random bits only, never on the input.
+    """
+    words = source.words((m + 3) // 4)
+    idx = words.view(np.uint16)[:m]
+    full = off[: m + 1]  # slot m is scratch for the padding below
+    off = full[:m]
     # mode="wrap" skips numpy's bounds check (and its output copy); a uint16
     # index is always in range
-    np.take(tab.guide, u.view(np.uint16)[_TOP16::4], mode="wrap", out=off)
-    if tab.t:
-        # only words in a bucket that holds a threshold: decided by u alone
+    np.take(tab.guide, idx, mode="wrap", out=off)
+    if tab.n_ambiguous:
         np.equal(off, tab.sentinel, out=mask[:m])
         bad = np.flatnonzero(mask[:m])
-        if bad.size:
-            # exact count of thresholds <= u, searching only the word's bucket
-            ub = u[bad]
-            b = (ub >> np.uint64(_BUCKET_BITS)).astype(np.intp)
-            lo = tab.bucket_lo[b]
-            off[bad] = lo + _branchless_count_le(tab.thresholds, lo, tab.bucket_n[b], ub, tab.fix_steps) - tab.t
+        # Fixed work: always F extra words and F resolutions, real draws first,
+        # padding in scratch slot m (a dummy word in an ambiguous bucket).  The
+        # count of ambiguous draws, which tells something about the offsets,
+        # thus does not show in the running time or in the number of random
+        # bytes requested -- except if it exceeds F (probability <= 2^-64).
+        F = _fixup_slots(tab.n_ambiguous, m)
+        done = 0
+        while True:
+            take = min(F, bad.size - done)
+            pos = np.full(F, m, dtype=np.intp)
+            pos[:take] = bad[done : done + take]
+            top = np.where(pos < m, idx[np.minimum(pos, m - 1)], tab.dummy_bucket).astype(np.uint64)
+            low = source.words(F) >> np.uint64(64 - _BUCKET_BITS)
+            full[pos] = _resolve(tab, (top << np.uint64(_BUCKET_BITS)) | low)
+            done += take
+            if done >= bad.size:
+                break
     return off
+
+
+@lru_cache(maxsize=256)
+def _fixup_slots(n_ambiguous: int, m: int) -> int:
+    """Fix-up slots F per chunk of ``m`` draws: ``Pr[#ambiguous > F] <= 2^-64``.
+
+    The number of draws in ambiguous buckets is Binomial(m, p) with
+    ``p = n_ambiguous / 2^16``; Bernstein's inequality gives
+    ``Pr[X >= mu + a] <= exp(-a^2 / (2 (mu + a/3)))``, which is ``<= 2^-64`` for
+    ``a = (2L/3 + sqrt((2L/3)^2 + 8 L mu)) / 2``, ``L = 64 ln 2``.  Never more
+    than ``m`` (then the bound is certain).
+    """
+    mu = m * n_ambiguous / 65536.0
+    big_l = 64.0 * math.log(2.0)
+    a = (2.0 * big_l / 3.0 + math.sqrt((2.0 * big_l / 3.0) ** 2 + 8.0 * big_l * mu)) / 2.0
+    return int(min(m, math.ceil(mu + a)))
 
 
 def sample(mechanism, x, *, rng=None):
@@ -425,18 +503,14 @@ def sample(mechanism, x, *, rng=None):
     n = flat.size
     out = np.empty(n, dtype=np.int64)
     size = min(n, _CHUNK)
-    offbuf = np.empty(size, dtype=tab.guide.dtype)
+    offbuf = np.empty(size + 1, dtype=tab.guide.dtype)
     mask = np.empty(size, dtype=bool)
     for start in range(0, n, _CHUNK):
         stop = min(n, start + _CHUNK)
         xc = flat[start:stop]
         if check:
             _check_room(xc, t)
-        # bound to a name on purpose: the previous chunk's words are freed only
-        # after the next ones are allocated, which keeps malloc from trimming
-        # and re-faulting the same pages every chunk (measured: 2x slower)
-        u = source.words(stop - start)
-        off = _offsets_into(tab, u, offbuf, mask)
+        off = _offsets_into(tab, source, stop - start, offbuf, mask)
         np.add(xc, off, out=out[start:stop], dtype=np.int64)
     return out.reshape(arr.shape)[()]
 
