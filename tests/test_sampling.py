@@ -501,6 +501,8 @@ def test_shapes_and_dtypes():
 def test_sample_function_rejects_non_mechanisms():
     with pytest.raises(TypeError, match="mechanism"):
         S.sample(object(), 1, rng=1)
+    with pytest.raises(ValueError, match=r"s must be an odd integer <= 4194305.*got 4194307"):
+        SparseLaplace(lam=1.0, s=(1 << 22) + 3).sample(0, rng=1)
 
 
 # ---------------------------------------------------------------------------

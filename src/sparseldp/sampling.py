@@ -152,6 +152,8 @@ _INT64_MAX = (1 << 63) - 1
 # Draws per chunk: small enough for the working buffers to stay in cache.
 _CHUNK = 1 << 16
 _BUCKET_BITS = 48
+# Largest support with exact sampling tables (one exact count per offset).
+_MAX_S = (1 << 22) + 1
 # Decimal precision (significant digits) for the ideal pmf: ~199 bits.
 _DIGITS = 60
 # Realized vs ideal differences below these are "do not matter" (see certify).
@@ -336,8 +338,17 @@ def _cumsum(values):
 
 
 def sampling_tables(mechanism) -> MechanismTables:
-    """The (cached) realized distribution and sampling tables of a radius mechanism."""
+    """The (cached) realized distribution and sampling tables of a radius mechanism.
+
+    Building them costs O(s) exact decimal operations (about 10 ms for
+    s = 20,001); supports above ``2^22 + 1`` are refused.
+    """
     _check_mechanism(mechanism)
+    if mechanism.s > _MAX_S:
+        raise ValueError(
+            f"s must be an odd integer <= {_MAX_S} to sample exactly (one exact count per offset); "
+            f"got {mechanism.s}"
+        )
     return _tables_cached(mechanism)
 
 
