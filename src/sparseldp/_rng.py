@@ -9,7 +9,7 @@ public ``rng`` keyword into such a source, once, at the public boundary:
     generator, ``os.urandom`` (``getrandom(2)`` on Linux, ``BCryptGenRandom``
     on Windows, ``getentropy``/``/dev/urandom`` elsewhere), the same source as
     the :mod:`secrets` module.  This is what a device or pipeline must use.
-an ``int`` seed, a :class:`numpy.random.SeedSequence`, a :class:`numpy.random.BitGenerator` or a :class:`numpy.random.Generator`
+an ``int`` seed >= 0, a ``SeedSequence``, a ``BitGenerator`` or a ``Generator`` (numpy)
     :class:`SeededBitSource` wrapping ``np.random.default_rng(rng)`` (a
     Generator is used as is, so its stream continues across calls).
     **Reproducible simulation only, not for production**: numpy's generators
