@@ -669,6 +669,31 @@ class SparseChannel:
         return bool(self.pure_epsilon(H) <= eps * (1.0 + rtol))
 
     # -- internals ---------------------------------------------------------------------
+    # -- sampling (sparseldp.sampling does the work; imported lazily, one-way) --
+    def sample(self, x, *, rng=None):
+        """Draw one report per input in ``x`` (integer labels from ``inputs``).
+
+        Exact integer inverse-CDF sampling of each row quantized to multiples of
+        2^-64 (see :mod:`sparseldp.sampling`).  ``rng=None`` uses the operating
+        system's secure source; an int, ``SeedSequence`` or ``Generator`` gives
+        reproducible simulation, not for production.
+        """
+        from .sampling import sample_channel
+
+        return sample_channel(self, x, rng=rng)
+
+    def sampling_pmf(self, x):
+        """The exactly realized distribution of row ``x``: output labels and ``Fraction`` probabilities."""
+        from .sampling import channel_sampling_pmf
+
+        return channel_sampling_pmf(self, x)
+
+    def certify(self, eps, H=None):
+        """Rigorous upper bound on ``delta`` of the realized (quantized) rows; see :func:`sparseldp.sampling.certify`."""
+        from .sampling import certify_channel
+
+        return certify_channel(self, eps, H)
+
     def _backend(self):
         b = self._cache.get("backend")
         if b is None:
