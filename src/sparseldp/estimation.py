@@ -659,6 +659,8 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
 
 # EM evaluations before the solver considers switching to Newton.
 _EM_FIRST = 600
+# Smallest EM run between two predictions.
+_EM_RUN = 5000
 # Newton steps allowed in one finishing run.
 _NEWTON_STEPS = 120
 # Predicted Newton steps (the typical count) used to compare costs with EM.
@@ -687,31 +689,41 @@ def _newton_cost(A, dense: bool) -> float:
 def _mle(A, AT, c, n, k, tol, max_iter, dense):
     """Maximum likelihood: SQUAREM EM, finished by Newton when that is predicted cheaper.
 
-    Returns (p, em_evals, newton_steps, converged, gap).
+    After a first EM run, the remaining EM cost is predicted from the observed
+    geometric rate of the certificate; EM continues (for twice the predicted
+    count) while that is cheaper than a typical Newton finish, else Newton runs
+    once, and EM takes whatever budget is left.  Returns
+    (p, em_evals, newton_steps, converged, gap).
     """
-    p0 = np.full(k, 1.0 / k)
-    hist = []
-    first = min(max_iter, _EM_FIRST)
-    p, evals, conv, gap = _em(A, AT, c, n, p0, tol, first, hist)
-    if conv or evals >= max_iter:
-        return p, evals, 0, conv, gap
-    # predicted remaining EM evaluations from the observed geometric rate of the gap
-    half = [gp for e, gp in hist if e >= evals // 2 and gp > 0]
-    rate = (gap / half[0]) ** (1.0 / max(1, evals - evals // 2)) if half and half[0] > 0 and gap > 0 else 1.0
-    em_left = math.log(tol / gap) / math.log(rate) if 0 < rate < 1 else math.inf
+    p = np.full(k, 1.0 / k)
+    evals, steps, newton_tried = 0, 0, False
     nnz = A.size if dense else A.nnz
-    em_cost = min(em_left, max_iter - evals) * 4.0 * nnz
-    newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
-    if em_left <= max_iter - evals and em_cost <= newton_cost:
-        p, e2, conv, gap = _em(A, AT, c, n, p, tol, max_iter - evals)
-        return p, evals + e2, 0, conv, gap
-    p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense)
-    if conv_n or gap_n < gap:
-        p, gap, conv = p_n, gap_n, conv_n
-    if not conv and evals < max_iter:
-        p, e2, conv, gap2 = _em(A, AT, c, n, p, tol, max_iter - evals)
-        evals, gap = evals + e2, gap2
-    return p, evals, steps, conv, gap
+    newton_cost = None
+    budget = min(max_iter, _EM_FIRST)
+    while True:
+        hist = []
+        p, e, conv, gap = _em(A, AT, c, n, p, tol, budget, hist)
+        evals += e
+        if conv or evals >= max_iter:
+            return p, evals, steps, conv, gap
+        # predicted remaining EM evaluations from the second half of this run
+        half = [gp for ev, gp in hist if ev >= e // 2 and gp > 0]
+        rate = (gap / half[0]) ** (1.0 / max(1, e - e // 2)) if half and gap > 0 else 1.0
+        em_left = math.log(tol / gap) / math.log(rate) if 0 < rate < 1 else math.inf
+        if newton_cost is None:
+            newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
+        if not newton_tried and not (em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost):
+            newton_tried = True
+            p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense)
+            if conv_n:
+                return p_n, evals, steps, True, gap_n
+            if gap_n < gap:
+                p = p_n
+            budget = max_iter - evals
+        else:
+            # long runs: SQUAREM's path is erratic, so short re-predicted runs would thrash
+            budget = (min(max_iter - evals, max(int(2 * em_left) + 100, _EM_RUN))
+                      if math.isfinite(em_left) else max_iter - evals)
 
 
 def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int) -> FrequencyEstimate:
@@ -784,7 +796,7 @@ def _check_tol(tol, max_iter):
 
 
 def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", tol=1e-2,
-                              max_iter=10_000, counts=False) -> FrequencyEstimate:
+                              max_iter=50_000, counts=False) -> FrequencyEstimate:
     """:func:`estimate_frequencies` returning the :class:`FrequencyEstimate` with its diagnostics."""
     method = _check_method(method)
     tol, max_iter = _check_tol(tol, max_iter)
@@ -793,7 +805,7 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", t
     return _fit(model, c_all, method, tol, max_iter)
 
 
-def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=1e-2, max_iter=10_000,
+def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=1e-2, max_iter=50_000,
                          counts=False, return_info=False):
     r"""Estimate the distribution of the true values on ``lo..hi`` from reports.
 
@@ -912,7 +924,7 @@ def _check_confidence(confidence) -> float:
 
 
 def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=False, tol=1e-2,
-                  max_iter=10_000) -> MeanEstimate:
+                  max_iter=50_000) -> MeanEstimate:
     r"""Estimate the mean of the true values from reports, with a standard error and CI.
 
     Two cases, decided exactly from the channel restricted to the domain by
