@@ -1,0 +1,181 @@
+r"""``sparseldp estimate``: the distribution and mean of the true values, from a column of reports.
+
+``sparseldp estimate --mechanism mech.json --column age --domain 0:99 private.csv -o estimate.csv``
+
+* Reads the report column of a CSV/TSV/Parquet file in one streamed pass
+  (:func:`sparseldp.io.column_counts`: one ``np.bincount`` per batch), so
+  memory is bounded by the batch size and the number of distinct reports.
+* The mechanism comes from the spec (``sparseldp design -o``).  Without a
+  ``domain`` in the spec it is the mechanism on Z; with one, the spec's
+  channel (extended or clipped window).  ``--domain lo:hi`` is the range of the
+  true values (required unless the spec has a domain; it must lie inside it).
+* Writes ``value,frequency`` rows for ``lo..hi`` (CSV) atomically: on any
+  error nothing is written.  Prints the estimated mean with its standard error
+  and confidence interval, and the estimator's diagnostics (converged, EM
+  steps, certified log-likelihood gap) on the terminal; ``--json`` prints them
+  as JSON instead.  ``--plot FILE`` draws the estimated histogram (PNG/PDF).
+* A report the mechanism cannot produce from the domain, a bad spec, a bad
+  file: one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import app
+from ._common import Command, atomic_write_bytes, atomic_write_text, fmt, print_json, stdout_console
+
+__all__ = ["estimate_command", "parse_domain"]
+
+
+def parse_domain(text: str, name: str = "--domain") -> tuple[int, int]:
+    """``"lo:hi"`` -> ``(lo, hi)`` with integers ``lo <= hi`` (negative values allowed: ``-5:5``)."""
+    if not isinstance(text, str) or text.count(":") != 1:
+        raise ValueError(f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}")
+    lo_s, hi_s = (part.strip() for part in text.split(":"))
+    try:
+        lo, hi = int(lo_s), int(hi_s)
+    except ValueError:
+        raise ValueError(f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}") from None
+    if hi < lo:
+        raise ValueError(f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}")
+    return lo, hi
+
+
+def _check_out(path: Path, what: str) -> None:
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"cannot write {what} {str(path)!r}: directory {str(parent)!r} does not exist")
+    if path.is_dir():
+        raise ValueError(f"cannot write {what} {str(path)!r}: it is a directory")
+
+
+def _plot_bytes(values, p, mean, title: str, fmt_: str) -> bytes:
+    import io
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.bar(values, p, width=1.0, color="tab:blue", alpha=0.8, label="estimated frequency")
+    ax.axvline(float(mean), color="tab:red", lw=1.5, label=f"estimated mean {float(mean):.4g}")
+    lo, hi = mean.ci
+    ax.axvspan(lo, hi, color="tab:red", alpha=0.15, label=f"{mean.confidence:.0%} CI")
+    ax.set_xlabel("value")
+    ax.set_ylabel("frequency")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    buf = io.BytesIO()
+    metadata = {"CreationDate": None} if fmt_ == "pdf" else {"Software": None}
+    fig.savefig(buf, format=fmt_, dpi=130, metadata=metadata)
+    return buf.getvalue()
+
+
+@app.command("estimate", cls=Command)
+def estimate_command(
+    input: Annotated[Path, typer.Argument(help="File of reports (.csv, .tsv, .parquet or .pq).", show_default=False)],
+    mechanism: Annotated[Path, typer.Option("--mechanism", "-m", help="Mechanism spec (JSON) that made the reports.")],
+    column: Annotated[str, typer.Option("--column", "-c", help="Name of the report column.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output CSV: value,frequency for lo..hi.")],
+    domain: Annotated[Optional[str], typer.Option(
+        "--domain", help="Range of the true values, lo:hi (default: the spec's domain).")] = None,
+    method: Annotated[str, typer.Option("--method", help="em (maximum likelihood) or inversion.")] = "em",
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,
+    confidence: Annotated[float, typer.Option("--confidence", help="Level of the mean's interval.")] = 0.95,
+    tol: Annotated[float, typer.Option("--tol", help="EM stops within this many nats of the maximum.")] = 1e-2,
+    max_iter: Annotated[int, typer.Option("--max-iter", help="Cap on EM steps.")] = 50_000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    format: Annotated[Optional[str], typer.Option(
+        "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
+) -> None:
+    """Estimate the distribution and mean of the true values from a column of reports."""
+    import warnings
+
+    import numpy as np
+
+    from ..estimation import ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
+    from ..io import column_counts
+    from ..spec import load_spec
+
+    spec = load_spec(mechanism)
+    if method not in ("em", "inversion"):
+        raise ValueError(f"--method must be 'em' or 'inversion'; got {method!r}")
+    if domain is None:
+        if spec.domain is None:
+            raise ValueError("--domain lo:hi is required: the mechanism spec has no domain")
+        dom = spec.domain
+    else:
+        dom = parse_domain(domain)
+    if spec.domain is not None and not (spec.domain[0] <= dom[0] and dom[1] <= spec.domain[1]):
+        raise ValueError(f"--domain {dom[0]}:{dom[1]} must lie inside the spec's domain "
+                         f"{spec.domain[0]}:{spec.domain[1]}")
+    target = spec.channel() if spec.domain is not None else spec.mechanism
+    _check_out(output, "output")
+    if plot is not None:
+        _check_out(plot, "plot")
+        plot_fmt = plot.suffix.lower().lstrip(".")
+        if plot_fmt not in ("png", "pdf"):
+            raise ValueError(f"--plot must end in .png or .pdf; got {str(plot)!r}")
+    if output.exists() and output.resolve() == Path(input).resolve():
+        raise ValueError("the output must differ from the input file")
+
+    # bounds = every output the mechanism has: a report outside is an error naming its row
+    if spec.domain is None:
+        t = spec.mechanism.t
+        bounds = (dom[0] - t, dom[1] + t)
+    else:
+        outs = np.asarray(target.outputs)
+        bounds = (int(outs.min()), int(outs.max()))
+    offset, counts = column_counts(input, column, bounds=bounds, format=format)
+    rc = ReportCounts(offset, counts)
+    if rc.n == 0:
+        raise ValueError(f"column {column!r} of {str(input)!r} has no reports")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        est = estimate_frequencies_full(rc, target, domain=dom, method=method, tol=tol, max_iter=max_iter)
+        mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=tol, max_iter=max_iter) \
+            if rc.n >= 2 else None
+    values = est.values
+    lines = ["value,frequency"] + [f"{int(v)},{float(f)!r}" for v, f in zip(values, est.p)]
+    plot_bytes = None
+    if plot is not None:
+        title = f"{spec.family} {spec.param_name}={spec.param:g} s={spec.s}: estimate from {rc.n:,} reports"
+        if mean is not None:
+            plot_bytes = _plot_bytes(values, est.p, mean, title, plot_fmt)
+    summary = {
+        "n": rc.n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
+        "newton_steps": est.newton_steps, "converged": est.converged,
+        "loglik": est.loglik if np.isfinite(est.loglik) else None,
+        "gap": est.gap if np.isfinite(est.gap) else None, "output": str(output),
+    }
+    if mean is not None:
+        summary["mean"] = mean.to_dict()
+    # write only after everything has succeeded
+    atomic_write_text(output, "\n".join(lines) + "\n")
+    if plot_bytes is not None:
+        atomic_write_bytes(plot, plot_bytes)
+
+    if as_json:
+        print_json(summary)
+        return
+    console = stdout_console()
+    say = lambda text: console.print(text, soft_wrap=True)  # noqa: E731 - one line per message
+    say(f"estimated the distribution of {column!r} on {dom[0]}..{dom[1]} from {rc.n:,} reports "
+                  f"({est.method}) -> {output}")
+    if mean is not None:
+        say(f"mean = {fmt(mean, 8)}  (standard error {fmt(mean.stderr, 4)}, "
+                      f"{mean.confidence:.0%} CI [{fmt(mean.ci[0], 8)}, {fmt(mean.ci[1], 8)}], {mean.method})")
+    if est.method == "em":
+        say(f"EM: {est.iterations} steps"
+                      + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")
+                      + f", log-likelihood within {fmt(est.gap, 3)} nats of the maximum"
+                      + ("" if est.converged else "  [NOT converged: raise --max-iter or --tol]"))
+    for w in caught:
+        typer.echo(f"warning: {w.message}", err=True)
+    if plot is not None:
+        say(f"plot written to {plot}")
