@@ -2,7 +2,7 @@ r"""Baseline local randomizers as channels on a finite domain ``a..b`` (issue 4)
 
 Every function returns a :class:`sparseldp.channel.SparseChannel` with inputs
 ``a..b``, so baselines and the paper's sparse mechanisms are accounted by the
-same exact code (Theorems 2 and 5 for ``delta``, Theorems 1 and 4 for the pure
+same exact code (Theorems 2 and 8 for ``delta``, Theorems 1 and 7 for the pure
 epsilon).  All pmfs are built in log space in closed form; nothing is
 truncated except where a docstring says so and bounds the omitted mass.
 

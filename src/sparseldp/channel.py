@@ -1,4 +1,4 @@
-r"""General sparse channels on finite alphabets (Definitions 1 and 3, Theorems 1, 2, 4, 5).
+r"""General sparse channels on finite alphabets (Definitions 1 and 9, Theorems 1, 2, 7, 8).
 
 A channel is a row-stochastic matrix ``Q(y | x)`` over finite input and output
 alphabets, given through nonnegative weights
@@ -23,16 +23,13 @@ inputs with ``0 < |x - x'| <= H`` the hockey-stick defect
       = \underbrace{Q(S(x) \setminus S(x') \mid x)}_{\text{support leakage}}
       + \underbrace{\sum_{y \in S(x) \cap S(x')} [Q(y|x) - e^\varepsilon Q(y|x')]_+}_{\text{overlap excess}}
 
-is at most ``delta`` (Theorem 2 for the Laplace family, Theorem 5 for the
-Gaussian family, Remark 2 for the split).  Pure ``eps``-LDP (Theorems 1 and 4)
+is at most ``delta`` (Theorem 2 for the Laplace family, Theorem 8 for the
+Gaussian family, Remark 2 for the split).  Pure ``eps``-LDP (Theorems 1 and 7)
 holds iff every pair in range has the *same* support and the log ratio on it is
 at most ``eps`` (NOTES item 1: pure LDP forces input-*independent* supports).
 
-Numbering follows the project's issue texts (Laplace: Definition 1,
-Theorems 1-3; Gaussian: Definition 3, Theorems 4-6).  In the LaTeX source's own
-counters these are ``def:sparse-family`` (1), ``def:sparse-gaussian-family``
-(9), ``thm:pure`` (1), ``thm:approx-general`` (2), ``thm:gaussian-pure`` (7)
-and ``thm:gaussian-approx-general`` (8).
+Results are cited by the compiled paper's numbers (README, "Citing the paper's
+results"): Theorems 1/7 pure LDP, Theorems 2/8 the general defect.
 
 Computation.  ``delta`` visits ordered pairs by increasing rank distance in the
 sorted input order and stops as soon as no pair of that rank distance is
@@ -185,7 +182,7 @@ class WorstPair:
 # the channel
 # ---------------------------------------------------------------------------
 class SparseChannel:
-    r"""A finite channel ``Q(y | x) ∝ w(x, y) 1{y in S(x)}`` (Definitions 1 and 3).
+    r"""A finite channel ``Q(y | x) ∝ w(x, y) 1{y in S(x)}`` (Definitions 1 and 9).
 
     Parameters
     ----------
@@ -336,9 +333,9 @@ class SparseChannel:
 
     @classmethod
     def gaussian(cls, *, sigma, s, domain, window="extended") -> "SparseChannel":
-        r"""The s-sparse Gaussian mechanism (Definition 8, ``Q(y | x) ∝ e^{-(y-x)^2/(2 sigma^2)}``)
-        on inputs ``a..b``; windows as in :meth:`laplace` (Theorem 6 applies when
-        extended, only the general Theorem 5 when clipped)."""
+        r"""The s-sparse Gaussian mechanism (Definition 13, ``Q(y | x) ∝ e^{-(y-x)^2/(2 sigma^2)}``)
+        on inputs ``a..b``; windows as in :meth:`laplace` (Theorem 9 applies when
+        extended, only the general Theorem 8 when clipped)."""
         sigma = check_positive(sigma, "sigma")
         s = check_odd_s(s, "s")
         a, b = check_domain(domain)
@@ -567,7 +564,7 @@ class SparseChannel:
 
     # -- accounting ------------------------------------------------------------------
     def defect(self, eps, x, x_prime) -> Defect:
-        r"""Ordered defect ``Delta_eps(x, x')`` with its split (Theorems 2 and 5, Remark 2).
+        r"""Ordered defect ``Delta_eps(x, x')`` with its split (Theorems 2 and 8, Remark 2).
 
         ``support_leakage = Q(S(x) \ S(x') | x)`` and
         ``overlap = sum_{S(x) ∩ S(x')} [Q(y|x) - e^eps Q(y|x')]_+``;
@@ -584,7 +581,7 @@ class SparseChannel:
 
     def delta(self, eps, H=None):
         """``sup`` over ordered pairs ``x != x'`` with ``|x - x'| <= H`` (all pairs when ``None``)
-        of ``Delta_eps(x, x')`` (Theorems 2 and 5).
+        of ``Delta_eps(x, x')`` (Theorems 2 and 8).
 
         ``eps`` may be an array: the result is the privacy profile with its
         shape.  ``0.0`` when no pair is in range.  Exact up to floating-point
@@ -647,13 +644,13 @@ class SparseChannel:
         return _epsilon(self, delta, H, rtol)
 
     def is_ldp(self, eps, delta, H=None) -> bool:
-        """Whether the channel is ``(eps, delta)``-LDP on range ``H`` (Theorems 2 and 5)."""
+        """Whether the channel is ``(eps, delta)``-LDP on range ``H`` (Theorems 2 and 8)."""
         delta = check_probability(delta, "delta")
         check_nonnegative(eps, "eps")
         return bool(self.delta(eps, H) <= delta)
 
     def pure_epsilon(self, H=None) -> float:
-        """Smallest ``eps`` with pure ``eps``-LDP on range ``H`` (Theorems 1 and 4).
+        """Smallest ``eps`` with pure ``eps``-LDP on range ``H`` (Theorems 1 and 7).
 
         ``inf`` when some pair in range has different supports (pure LDP forces
         input-*independent* supports, NOTES item 1); otherwise the largest

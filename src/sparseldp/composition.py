@@ -3,7 +3,7 @@ r"""Export the privacy loss of one report to dp-accounting, to compose repeated 
 A person who reports ``k`` times (fresh noise each time) releases the product
 channel; its ``(eps, delta)`` profile is that of the ``k``-fold composition of
 the single-report privacy loss distribution (PLD).  The paper gives the
-single-report defect exactly (Theorems 2, 3, 6); composing is dp-accounting's
+single-report defect exactly (Theorems 2, 3, 9); composing is dp-accounting's
 job, so this module hands it the exact pair of output distributions and lets
 its ``PrivacyLossDistribution.self_compose`` do the rest.
 

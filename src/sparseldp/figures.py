@@ -2,7 +2,7 @@ r"""The paper's Figures 1-4, computed and drawn (matplotlib, Agg, no pyplot).
 
 The figures are empty in the paper's source; their captions define them
 (NOTES item 6).  Each shows the exact privacy defect
-``delta* = max_{1<=h<=H} delta_h(eps)`` (Theorems 3 and 6) and the first
+``delta* = max_{1<=h<=H} delta_h(eps)`` (Theorems 3 and 9) and the first
 distortion moment ``R1 = E|Y - x|`` (Propositions 1 and 3) against one swept
 quantity, on two y-axes:
 

@@ -4,7 +4,7 @@ On a finite domain ``a..b`` the s-sparse mechanisms are channels
 (:class:`~sparseldp.SparseChannel`, NOTES item 2):
 
 * ``window="extended"``: outputs ``a - t .. b + t``; every row is the
-  mechanism on Z, so the defect of a pair is ``delta_h`` of Theorem 3/6 with
+  mechanism on Z, so the defect of a pair is ``delta_h`` of Theorem 3/9 with
   ``h = |x - x'|`` and the channel's ``delta`` equals ``delta_star`` on range
   ``min(H, b - a)``.  Design reduces exactly to :func:`sparseldp.design` with
   that range (proved equal, and re-certified with the channel).

@@ -750,7 +750,7 @@ def privatize_file(input, output, *, mechanism, column: str, rng=None, batch_siz
 
     Each row's value ``x`` in ``column`` is replaced by one independent report
     ``Y ~ M(. | x)`` of the mechanism (for the sparse families
-    ``|Y - x| <= t``, Definitions 6 and 8); every other column, the header and
+    ``|Y - x| <= t``, Definitions 6 and 13); every other column, the header and
     the row order are kept (for CSV byte for byte, module docstring).
 
     Parameters

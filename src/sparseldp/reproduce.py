@@ -8,7 +8,7 @@ every row reports
     \delta^*(\varepsilon; H) = \max_{1 \le h \le H} \delta_h(\varepsilon),
     \qquad R_1 = E|Y - x|, \qquad R_2 = E(Y - x)^2,
 
-evaluated exactly from Theorems 3 and 6 (``delta_h``) and Propositions 1 and 3
+evaluated exactly from Theorems 3 and 9 (``delta_h``) and Propositions 1 and 3
 (``R1``, ``R2``) through :class:`~sparseldp.SparseLaplace` /
 :class:`~sparseldp.SparseGaussian` (``.delta_star``, ``.r1``, ``.r2``).  Only
 the experimental *settings* live here (:data:`EXPERIMENTS`); no value from the
@@ -165,7 +165,7 @@ class Table:
 
 
 def compute_table(experiment: Experiment) -> Table:
-    """Evaluate one experiment exactly (Theorems 3/6, Propositions 1/3)."""
+    """Evaluate one experiment exactly (Theorems 3/9, Propositions 1/3)."""
     rows = []
     for value in experiment.values:
         m = experiment.mechanism(value)
@@ -260,7 +260,7 @@ def to_latex(table: Table, digits: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
-_SOURCES = {"laplace": "Theorem 3, Proposition 1", "gaussian": "Theorem 6, Proposition 3"}
+_SOURCES = {"laplace": "Theorem 3, Proposition 1", "gaussian": "Theorem 9, Proposition 3"}
 _WRITERS = {"csv": to_csv, "md": to_markdown, "tex": to_latex}
 
 

@@ -12,7 +12,7 @@ offset ``K`` in ``-t..t`` has the *realized* pmf
     \sum_{k=-t}^{t} c_k = 2^{64},\ c_{-k} = c_k .
 
 The integer counts ``c_k`` quantize the ideal pmf ``p_k = w(k)/C_t``
-(Definitions 6 and 8).  The ideal values are computed in decimal arithmetic
+(Definitions 6 and 13).  The ideal values are computed in decimal arithmetic
 with 60 significant digits (``decimal`` with an unbounded exponent range, so
 ``exp(-2 * 10^6)`` is still a number), and rounded by largest remainder:
 ``c_k = max(floor(2^64 p_k), 1)`` for ``k > 0`` plus one unit for the
@@ -57,7 +57,7 @@ outward to a whole number of ``2^-62`` units, and the units are summed
 exactly.  ``delta_star_upper`` is therefore never below the realized value,
 and it sits within ``5.6e-16 + s 2^-62`` of it; ``delta_star_lower`` brackets
 it from below.  For ordinary parameters it agrees with the floating-point
-``delta_star`` of Theorems 3 and 6 to 1e-12; the certificate carries a
+``delta_star`` of Theorems 3 and 9 to 1e-12; the certificate carries a
 ``warning`` where the two provably differ (e.g. an ideal delta* below
 ``2^-64``, the smallest leakage a realized window can have).
 
@@ -743,7 +743,7 @@ def certify(mechanism, eps, H) -> Certificate:
         \delta^{real}_h(\varepsilon) = 2^{-64}\Big[\sum_{k=-t}^{h-t-1} c_k
             + \sum_{k=h-t}^{t} [c_k - e^{\varepsilon} c_{k-h}]_+\Big]
 
-    (the realized counterpart of Theorems 3 and 6) and exactly 1 for
+    (the realized counterpart of Theorems 3 and 9) and exactly 1 for
     ``h > 2t``.  The leakage sum is computed in exact integers.  For the
     overlap, ``e^eps`` is replaced by a double ``ell <= e^eps`` (from a
     correctly rounded 40-digit decimal ``exp``, moved one unit outward, then
@@ -763,7 +763,7 @@ def certify(mechanism, eps, H) -> Certificate:
         (a finite channel is handed to :func:`certify_channel`)
     eps : float >= 0
     H : int >= 1
-        Privacy range (Definition 5).
+        Privacy range (Definition 7).
     """
     if _is_channel(mechanism):
         return certify_channel(mechanism, eps, H)
@@ -1075,7 +1075,7 @@ def _pair_bounds(tab: ChannelTables, keys, ncols, r1, r2, ell, *, upper: bool):
 
 
 def certify_channel(channel, eps, H) -> Certificate:
-    r"""Certify ``delta*`` of the realized rows of a finite channel (Theorems 2 and 5).
+    r"""Certify ``delta*`` of the realized rows of a finite channel (Theorems 2 and 8).
 
     ``delta* = max_{x != x', |x - x'| <= H} sum_y [P(y|x) - e^eps P(y|x')]_+``
     over ordered pairs of inputs of ``channel.inputs`` (clipped windows are not

@@ -2,7 +2,7 @@ r"""``sparseldp account``: the exact privacy accounting of one mechanism.
 
 For ``SparseLaplace(lam, s)`` or ``SparseGaussian(sigma, s)`` on Z and a target
 ``eps``, prints the separation defect ``delta_h(eps)`` for ``h = 1..H``
-(Theorems 3 and 6) with its split into support leakage and overlap excess
+(Theorems 3 and 9) with its split into support leakage and overlap excess
 (Remark 2), then ``delta_star = max_{1<=h<=H} delta_h`` and the distortion
 moments ``R1``, ``R2`` (Propositions 1 and 3).
 

@@ -3,7 +3,7 @@ r"""``sparseldp design``: a mechanism from a privacy target.
 Given ``(eps, delta)`` and the privacy range ``H``, calls
 :func:`sparseldp.design.design`: with ``--lam`` (``--sigma``) the smallest odd
 support ``s`` with ``delta_star(eps, H) <= delta`` for that parameter (which is
-distortion-optimal for it, Theorems 6 and 9); without, the jointly optimal
+distortion-optimal for it, Theorems 6 and 12); without, the jointly optimal
 ``(s, lam)`` / ``(s, sigma)`` minimizing ``R1`` or ``R2`` (``--objective``).
 
 ``--json`` prints exactly ``{"family", "lam" | "sigma", "s", "eps", "delta",
