@@ -55,6 +55,7 @@ import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_probability
 from .accounting import defect_parts
+from ._search import extreme_feasible
 from .errors import InfeasibleError
 from .mechanisms import SparseGaussian, SparseLaplace
 
@@ -294,62 +295,18 @@ def _feasible(family, param, t, eps, delta, H) -> bool:
 def _extreme_param(family, t, eps, delta, H, lo, hi, *, ngrid=24, known_feasible=None):
     """Largest feasible lam (Laplace) or smallest feasible sigma (Gaussian) at radius t.
 
-    ``delta_star`` is U-shaped in the kernel parameter (Tables III-IV: leakage
-    dominates at one end, overlap loss at the other).  We locate its minimum on
-    ``[lo, hi]`` (log grid, then golden section around the best grid point),
-    and bisect from a feasible point towards the good end (large lam, small
-    sigma).  ``known_feasible`` (feasible at a smaller radius, hence here: the
-    feasible sets are nested in t by the module lemma) replaces the minimum
-    search.  Quasi-convexity in the parameter is observed, not proven, so the
-    result is the extreme of the feasible interval containing the minimum;
-    every returned parameter is verified feasible.  None if nothing is feasible.
+    ``delta_star`` is U-shaped in the kernel parameter (Tables III-IV), so the
+    search (:func:`sparseldp._search.extreme_feasible`) scans a log grid from
+    the good end (large lam, small sigma), refines around the grid minimum by
+    golden section if needed, and bisects towards the good end.
+    ``known_feasible`` (feasible at a smaller radius, hence here: feasible sets
+    are nested in t by the module lemma) skips the grid.  Every returned
+    parameter is verified feasible; None if nothing is found.
     """
-    feas = lambda p: _feasible(family, p, t, eps, delta, H)
-    good_end = hi if family == "laplace" else lo
-    if feas(good_end):
-        return float(good_end)
-    if known_feasible is not None:
-        start = float(known_feasible)
-    else:
-        grid = np.geomspace(lo, hi, ngrid)
-        vals = np.array([_delta_star(family, float(g), t, eps, H) for g in grid])
-        i = int(np.argmin(vals))
-        if vals[i] <= delta:
-            start = float(grid[i])
-        else:
-            a = math.log(grid[max(i - 1, 0)])
-            b = math.log(grid[min(i + 1, ngrid - 1)])
-            f = lambda u: _delta_star(family, math.exp(u), t, eps, H)
-            invphi = (math.sqrt(5) - 1) / 2
-            c, d = b - invphi * (b - a), a + invphi * (b - a)
-            fc, fd = f(c), f(d)
-            start = None
-            for _ in range(80):
-                if min(fc, fd) <= delta:
-                    start = math.exp(c if fc <= fd else d)
-                    break
-                if fc < fd:
-                    b, d, fd = d, c, fc
-                    c = b - invphi * (b - a)
-                    fc = f(c)
-                else:
-                    a, c, fc = c, d, fd
-                    d = a + invphi * (b - a)
-                    fd = f(d)
-                if b - a < 1e-13:
-                    break
-            if start is None:
-                return None
-    a, b = start, float(good_end)  # a feasible, b infeasible
-    for _ in range(80):
-        mid = math.sqrt(a * b)
-        if feas(mid):
-            a = mid
-        else:
-            b = mid
-        if abs(b - a) <= 1e-11 * max(a, b):
-            break
-    return a
+    good, other = (hi, lo) if family == "laplace" else (lo, hi)
+    found = extreme_feasible(lambda p: _delta_star(family, p, t, eps, H), delta, float(good), float(other),
+                             known=known_feasible, ngrid=ngrid, rtol=1e-11)
+    return None if found is None else found[0]
 
 
 def _limit_param(family, eps, delta, H, bound):

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_probability
+from ._search import extreme_feasible
 from .errors import InfeasibleError
 
 __all__ = ["FiniteDesign", "design_finite", "calibrate"]
@@ -162,59 +163,8 @@ def _window_channel(family, param, t, domain, window):
 
 
 def _extreme(delta_of, target, good, other, *, known=None):
-    """Param nearest the good end (on a log grid, then bisection) with ``delta_of(param) <= target``.
-
-    ``good``/``other`` are the two ends of the range (either order).  With
-    ``known`` (a feasible param), the grid is skipped and the bisection starts
-    from it.  Returns (param, delta) or None when nothing on the grid (and the
-    golden-section refinement around the grid minimum) is feasible.
-    """
-    d_good = delta_of(good)
-    if d_good <= target:
-        return good, d_good
-    if known is not None and delta_of(known) <= target:
-        start = known
-    else:
-        grid = np.geomspace(good, other, _GRID)  # grid[0] = good end
-        vals = np.array([delta_of(float(g)) for g in grid])
-        feas = np.flatnonzero(vals <= target)
-        if feas.size:
-            start = float(grid[feas[0]])
-        else:
-            i = int(np.argmin(vals))
-            a = math.log(grid[max(i - 1, 0)])
-            b = math.log(grid[min(i + 1, _GRID - 1)])
-            f = lambda u: delta_of(math.exp(u))
-            invphi = (math.sqrt(5) - 1) / 2
-            c, d = b - invphi * (b - a), a + invphi * (b - a)
-            fc, fd = f(c), f(d)
-            start = None
-            for _ in range(60):
-                if min(fc, fd) <= target:
-                    start = math.exp(c if fc <= fd else d)
-                    break
-                if fc < fd:
-                    b, d, fd = d, c, fc
-                    c = b - invphi * (b - a)
-                    fc = f(c)
-                else:
-                    a, c, fc = c, d, fd
-                    d = a + invphi * (b - a)
-                    fd = f(d)
-                if abs(b - a) < 1e-12:
-                    break
-            if start is None:
-                return None
-    lo, hi = start, good  # lo feasible, hi infeasible
-    for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if delta_of(mid) <= target:
-            lo = mid
-        else:
-            hi = mid
-        if abs(hi - lo) <= 1e-10 * max(lo, hi):
-            break
-    return lo, delta_of(lo)
+    """See :func:`sparseldp._search.extreme_feasible` (log grid, golden section, bisection)."""
+    return extreme_feasible(delta_of, target, good, other, known=known, ngrid=_GRID)
 
 
 def _param_range(family, k):
