@@ -73,6 +73,12 @@ def is_trivially_infeasible(*, s, H) -> bool:
     return s - 1 < H
 
 
+def _leakage_only(kernel, h):
+    """``C_t^{-1} sum_{j=t-h+1}^{t} w(j)``: the defect when the overlap term vanishes (Theorems 5, 11)."""
+    t = kernel.t
+    return np.exp(kernel.log_range_nonneg(t - h + 1, t) - kernel.log_normalizer)[()]
+
+
 def _clean_conditions_laplace(eps, lam, s, H):
     # a relative slack of 1e-12 absorbs the rounding of lam = eps / H; at that
     # scale the overlap term it would admit is below 1e-12 of the leakage
@@ -98,9 +104,7 @@ def laplace_clean_delta(*, eps, lam, s, h, H=None):
     if h.size and h.max() > H:
         raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
     _clean_conditions_laplace(eps, lam, s, H)
-    k = LaplaceKernel(lam, (s - 1) // 2)
-    t = k.t
-    return np.exp(k.log_range_nonneg(t - h + 1, t) - k.log_normalizer)[()]
+    return _leakage_only(LaplaceKernel(lam, (s - 1) // 2), h)
 
 
 def laplace_clean_bound(*, eps, lam, s, H, loose=False) -> float:
@@ -175,9 +179,7 @@ def gaussian_clean_delta(*, eps, sigma, s, h, H=None):
     if h.size and h.max() > H:
         raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
     _clean_conditions_gaussian(eps, sigma, s, H)
-    k = GaussianKernel(sigma, (s - 1) // 2)
-    t = k.t
-    return np.exp(k.log_range_nonneg(t - h + 1, t) - k.log_normalizer)[()]
+    return _leakage_only(GaussianKernel(sigma, (s - 1) // 2), h)
 
 
 def gaussian_clean_bound(*, eps, sigma, s, H, loose=False) -> float:
