@@ -222,3 +222,30 @@ def test_console_process_exit_status():
     assert bad.stderr.strip().count("\n") == 0 and "s must be an odd integer >= 1; got 4" in bad.stderr
     good = subprocess.run(cmd + ["7"], capture_output=True, text=True, timeout=60)
     assert good.returncode == 0 and json.loads(good.stdout)["s"] == 7
+
+
+# -- design on a finite domain ---------------------------------------------------------
+
+@pytest.mark.parametrize("family,window", [("laplace", "clipped"), ("gaussian", "extended")])
+def test_design_on_domain_certified_by_channel(capsys, tmp_path, family, window):
+    from sparseldp import SparseChannel
+
+    out = tmp_path / "mech.json"
+    got = run_json(capsys, "design", "--family", family, "--eps", 1, "--delta", 1e-3, "--H", 2,
+                   "--domain", "0:20", "--window", window, "--json", "-o", out)
+    assert got["domain"] == [0, 20] and got["window"] == window
+    pname = "lam" if family == "laplace" else "sigma"
+    build = SparseChannel.laplace if family == "laplace" else SparseChannel.gaussian
+    ch = build(**{pname: got[pname]}, s=got["s"], domain=(0, 20), window=window)
+    assert ch.delta(1.0, 2) == pytest.approx(got["delta_star"], rel=1e-12)
+    assert got["delta_star"] <= 1e-3
+    spec = load_spec(out)
+    assert spec.domain == (0, 20) and spec.window == window
+
+
+@pytest.mark.parametrize("bad", ["5:2", "0-20", "a:b"])
+def test_design_bad_domain(capsys, tmp_path, bad):
+    out = tmp_path / "m.json"
+    rc, stdout, err = run(capsys, "design", "--family", "laplace", "--eps", 1, "--delta", 1e-3, "--H", 2,
+                          "--domain", bad, "-o", out)
+    assert rc == 2 and err.count("\n") == 1 and "--domain" in err and not out.exists()

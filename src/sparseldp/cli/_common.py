@@ -173,3 +173,18 @@ def ensure_directory(path) -> Path:
     from ..reproduce import ensure_directory as _ensure
 
     return _ensure(path)
+
+
+def parse_domain(text: str, name: str = "--domain") -> tuple[int, int]:
+    """``"lo:hi"`` -> ``(lo, hi)`` with integers ``lo <= hi`` (negative values allowed: ``-5:5``)."""
+    msg = f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}"
+    if not isinstance(text, str) or text.count(":") != 1:
+        raise ValueError(msg)
+    lo_s, hi_s = (part.strip() for part in text.split(":"))
+    try:
+        lo, hi = int(lo_s), int(hi_s)
+    except ValueError:
+        raise ValueError(msg) from None
+    if hi < lo:
+        raise ValueError(msg)
+    return lo, hi

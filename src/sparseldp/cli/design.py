@@ -6,8 +6,15 @@ support ``s`` with ``delta_star(eps, H) <= delta`` for that parameter (which is
 distortion-optimal for it, Theorems 6 and 12); without, the jointly optimal
 ``(s, lam)`` / ``(s, sigma)`` minimizing ``R1`` or ``R2`` (``--objective``).
 
+With ``--domain lo:hi`` the mechanism is designed for that finite input
+domain (:func:`sparseldp.finite_design.design_finite`), accounted exactly with
+the general Theorem 2 / 8 for ``--window clipped`` (outputs stay in the
+domain; the default) or ``extended`` (outputs ``lo - t .. hi + t``), and
+``R1``/``R2`` are averages over a uniform input.
+
 ``--json`` prints exactly ``{"family", "lam" | "sigma", "s", "eps", "delta",
-"H", "delta_star", "r1", "r2"}``; ``-o FILE`` writes the same object as a
+"H", "delta_star", "r1", "r2"}`` (plus ``"domain"`` and ``"window"`` with
+``--domain``); ``-o FILE`` writes the same object as a
 mechanism spec (:mod:`sparseldp.spec`) for ``privatize`` and ``estimate``,
 atomically.  An unreachable target exits with status 2 and the proof of
 infeasibility on stderr.
@@ -50,10 +57,10 @@ def _print_table(d, output: Path | None, header: str) -> None:
         console.print(f"mechanism spec written to {output}")
 
 
-def _save(d, output: Path) -> None:
+def _save(d, output: Path, domain=None, window="extended") -> None:
     from ..spec import save_spec, spec_from_mechanism
 
-    spec = spec_from_mechanism(d.mechanism, eps=d.eps, delta=d.delta, H=d.H,
+    spec = spec_from_mechanism(d.mechanism, domain=domain, window=window, eps=d.eps, delta=d.delta, H=d.H,
                                delta_star=d.delta_star, r1=d.r1, r2=d.r2)
     parent = output.parent if str(output.parent) else Path(".")
     if not parent.is_dir():
@@ -77,6 +84,10 @@ def design_command(
     objective: Annotated[str, typer.Option("--objective", help="Distortion to minimize: r1 or r2.")] = "r2",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write a mechanism spec (JSON) here.")] = None,
+    domain: Annotated[Optional[str], typer.Option(
+        "--domain", help="Finite input domain lo:hi; accounted exactly over its pairs (Theorem 2).")] = None,
+    window: Annotated[str, typer.Option(
+        "--window", help="With --domain: clipped (outputs stay in lo..hi) or extended.")] = "clipped",
 ) -> None:
     """Smallest support meeting (eps, delta) on range H, and the best lam/sigma when none is given."""
     from ..design import design
@@ -86,14 +97,41 @@ def design_command(
     objective = objective.strip().lower()
     if objective not in ("r1", "r2"):
         raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
-    d = design(family, eps=eps, delta=delta, H=H, objective=objective, lam=lam, sigma=sigma)
+    dom = None
+    if domain is not None:
+        d, dom, window = _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, window)
+    else:
+        d = design(family, eps=eps, delta=delta, H=H, objective=objective, lam=lam, sigma=sigma)
     if output is not None:
-        _save(d, output)
+        _save(d, output, dom, window)
     if as_json:
-        print_json(d.to_dict())
+        out = d.to_dict()
+        if dom is not None:
+            out.update({"domain": list(dom), "window": window})
+        print_json(out)
     else:
         chosen = "s" if (lam is not None or sigma is not None) else f"s and {d.param_name}"
         header = (f"Sparse {d.family}: {chosen} chosen"
                   + ("" if chosen == "s" else f" to minimize {objective.upper()}")
                   + " subject to delta_star <= delta")
+        if dom is not None:
+            header += f" on the domain {dom[0]}..{dom[1]} ({window} windows, exact Theorem 2 accounting)"
         _print_table(d, output, header)
+
+
+def _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, window):
+    """Run :func:`design_finite` and present it like a :class:`Design` (same fields)."""
+    from ..design import Design
+    from ..finite_design import design_finite
+    from ..mechanisms import SparseGaussian, SparseLaplace
+    from ._common import parse_domain
+
+    dom = parse_domain(domain)
+    window = window.strip().lower()
+    fd = design_finite(family, eps=eps, delta=delta, H=H, domain=dom, window=window, objective=objective,
+                       lam=lam, sigma=sigma)
+    pname = "lam" if family == "laplace" else "sigma"
+    param, s = fd.params[pname], fd.params["s"]
+    mech = SparseLaplace(lam=param, s=s) if family == "laplace" else SparseGaussian(sigma=param, s=s)
+    d = Design(family, mech, s, pname, param, fd.eps, fd.delta, fd.H, fd.delta_reached, fd.r1, fd.r2)
+    return d, dom, window
