@@ -67,8 +67,57 @@ result says ``converged=False`` with the gap reached.
 A caution that the tests and the benchmark measure: when the kernel is wide
 relative to the structure of ``p`` (deconvolution is ill-posed), the exact
 MLE fits the noise and can be *less* accurate than an early iterate for
-smooth ``p``; for spiky ``p`` it is the most accurate.  This module returns
-the MLE and says how close it is; it does not regularize.
+smooth ``p``; for spiky ``p`` it is the most accurate.  ``method="em"``
+returns the MLE and says how close it is; it does not regularize:
+``method="ems"`` (below) does.
+
+Frequencies: EM with smoothing (EMS)
+------------------------------------
+``method="ems"``: the EMS algorithm of Silverman, Jones, Wilson and Nychka
+("A smoothed EM approach to indirect estimation problems", J. R. Stat. Soc. B
+52, 1990), applied to numerical LDP reports by Li, Wang, Lopuhaä-Zwakenberg,
+Li and Škorić ("Estimating Numerical Distributions under Local Differential
+Privacy", SIGMOD 2020).  Each step is an EM step followed by ``m`` passes
+(``smooth=m``, default 1) of the binomial kernel ``(1, 2, 1)/4`` over
+neighbouring values of the domain:
+
+.. math::
+
+    p \leftarrow T(p) = S^m \bigl(p \odot g(p)\bigr), \qquad
+    (S v)_x = \tfrac14 v_{x-1} + \tfrac12 v_x + \tfrac14 v_{x+1},
+
+where at the two ends of the domain the quarter that would fall outside is
+kept on the end value (``(S v)_{lo} = \tfrac34 v_{lo} + \tfrac14 v_{lo+1}``,
+Silverman et al.'s Section 3.2.2 convention).  ``S`` is then symmetric and
+doubly stochastic, so ``T`` maps the simplex to itself and preserves mass
+exactly; ``S^m`` is the binomial kernel ``C(2m, m + j) / 4^m``, ``|j| <= m``,
+in the interior.  The smoothing is a prior belief that neighbouring values
+have similar frequencies: it removes the high-frequency components that the
+ill-posed deconvolution cannot identify (the MLE's spikes), at the price of
+a bias of order ``m p''/4`` (half the kernel's variance times the second
+difference of ``p``), so it is the right choice for smooth distributions
+(ages, incomes, measurements) and the wrong one for spiky ones (a few
+isolated atoms), where ``"em"`` wins.  EMS does not maximize a likelihood:
+``loglik`` and ``gap`` of the result are the log-likelihood at the EMS
+estimate and the certified bound on its distance to the maximum (the same
+certificate as for EM), which measure how much likelihood the smoothing
+gives up, not convergence.
+
+Stopping rule for EMS.  ``T`` is a smooth map whose fixed point is the EMS
+estimate; its iterates converge linearly in practice (50 to 200 steps in our
+measurements, for domains of 100 to 10^4 values and n from 10^4 to 10^7),
+so the distance to the fixed point is estimated from the observed rate: with ``d_k = ||p_{k} - p_{k-1}||_1 / 2``
+(total variation of the last step) and ``rho = (d_k / d_{k-5})^{1/5}``,
+
+.. math::
+
+    \mathrm{TV}(p_k, p^*) \lesssim d_k \, \frac{\rho}{1 - \rho},
+
+the a-posteriori bound of a contraction with constant ``rho``.  EMS stops
+when this estimate is at most ``tol`` (default ``1e-8`` in total variation,
+six orders of magnitude below the statistical error at any realistic
+``n``), or when a step changes nothing beyond rounding (``d_k <= 1e-14``).
+It is an estimate, not a certificate: ``rho`` is measured, not proven.
 
 Frequencies: unbiased inversion
 -------------------------------
@@ -121,7 +170,12 @@ _DENSE_SHARE = 0.25
 _DENSE_MAX = 25_000_000
 # Widest span of output values counted with a direct bincount table.
 _SPAN_MAX = 1 << 26
-_METHODS = ("em", "inversion")
+_METHODS = ("em", "ems", "inversion")
+# Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
+_DEFAULT_TOL = {"em": 1e-2, "ems": 1e-8, "inversion": 1e-2}
+# EMS: steps over which the linear rate is measured, and the step size treated as rounding.
+_EMS_RATE_SPAN = 5
+_EMS_FLOOR = 1e-14
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -474,21 +528,25 @@ class FrequencyEstimate:
     p : ndarray
         Frequencies over ``values`` (``lo..hi``), ``>= 0``, summing to 1 (read-only).
     domain : (lo, hi)
-    method : "em" or "inversion"
+    method : "em", "ems" or "inversion"
     n : int
         Number of reports.
     iterations : int
-        EM map evaluations (each costs two sparse mat-vecs); 0 for inversion.
+        EM (or EMS) map evaluations (each costs two sparse mat-vecs); 0 for inversion.
     newton_steps : int
         Interior-point Newton steps used to finish (0 when EM alone certified).
     converged : bool
-        EM: the certified gap reached ``tol``.  Inversion: always True (direct solve).
+        EM: the certified gap reached ``tol``.  EMS: the estimated distance to
+        the fixed point reached ``tol`` (module docstring).  Inversion: always
+        True (direct solve).
     loglik : float
         ``sum_y c_y log (Q^T p)_y`` in nats (``-inf`` if an observed report has
         probability 0 under ``p``, possible after inversion).
     gap : float
         Certified upper bound ``n log max_x g_x`` on ``max l - l(p)`` (nats; see
-        the module docstring); ``inf`` when ``loglik`` is ``-inf``.
+        the module docstring); ``inf`` when ``loglik`` is ``-inf``.  For EMS and
+        inversion it measures how far the estimate is from the MLE in
+        likelihood (by design, not a failure to converge).
     """
 
     p: np.ndarray
@@ -726,7 +784,51 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense):
                       if math.isfinite(em_left) else max_iter - evals)
 
 
-def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int) -> FrequencyEstimate:
+def _smooth(p: np.ndarray, passes: int) -> np.ndarray:
+    """``S^passes p``: the ``(1, 2, 1)/4`` kernel, edge overflow kept on the end values.
+
+    ``S`` is symmetric and doubly stochastic (module docstring), so the sum of
+    ``p`` is preserved.  Vectorized over the domain; the loop is over passes.
+    """
+    for _ in range(passes):
+        out = 0.5 * p
+        out[1:] += 0.25 * p[:-1]
+        out[:-1] += 0.25 * p[1:]
+        out[0] += 0.25 * p[0]
+        out[-1] += 0.25 * p[-1]
+        p = out
+    return p
+
+
+def _ems(A, AT, c, n, k, tol, max_iter, passes):
+    """EM with smoothing: iterate ``p <- S^passes (p * g(p))`` from the uniform start.
+
+    Stops when the distance to the fixed point, estimated from the last step
+    and the observed linear rate (module docstring), is at most ``tol`` in
+    total variation.  Returns (p, evals, converged).
+    """
+    inv_n = 1.0 / n
+    p = np.full(k, 1.0 / k)
+    q = AT @ p
+    steps = []
+    for evals in range(1, max_iter + 1):
+        pn = _smooth(p * (A @ (c / q)) * inv_n, passes)
+        pn /= pn.sum()  # exact in exact arithmetic: keeps rounding from drifting
+        d = 0.5 * float(np.abs(pn - p).sum())
+        steps.append(d)
+        p = pn
+        if d <= _EMS_FLOOR:
+            return p, evals, True
+        if evals > _EMS_RATE_SPAN:
+            rho = (d / steps[-1 - _EMS_RATE_SPAN]) ** (1.0 / _EMS_RATE_SPAN)
+            if rho < 1.0 and d * rho / (1.0 - rho) <= tol:
+                return p, evals, True
+        q = AT @ p
+    return p, max_iter, False
+
+
+def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int,
+         smooth: int = 1) -> FrequencyEstimate:
     n_f = float(c_all.sum())
     n = int(round(n_f))
     if n == 0:
@@ -744,6 +846,16 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
             warnings.warn(
                 f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
                 f"{em_gap:.4g} nats > tol = {tol:g}; raise max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+    elif method == "ems":
+        p, evals, converged = _ems(A, AT, c, n_f, model.k, tol, max_iter, smooth)
+        newton_steps, em_gap = 0, math.inf
+        if not converged:
+            warnings.warn(
+                f"EMS stopped after max_iter = {max_iter} steps before its estimated distance to the "
+                f"fixed point reached tol = {tol:g}; raise max_iter or tol",
                 ConvergenceWarning,
                 stacklevel=3,
             )
@@ -784,8 +896,10 @@ def _least_squares(model: _Model, f: np.ndarray) -> np.ndarray:
 
 
 def _check_method(method) -> str:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be 'em', 'ems' or 'inversion'; got {type(method).__name__} {method!r}")
     if method not in _METHODS:
-        raise ValueError(f"method must be 'em' or 'inversion'; got {method!r}")
+        raise ValueError(f"method must be 'em', 'ems' or 'inversion'; got {method!r}")
     return method
 
 
@@ -795,18 +909,27 @@ def _check_tol(tol, max_iter):
     return tol, max_iter
 
 
-def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", tol=1e-2,
-                              max_iter=50_000, counts=False) -> FrequencyEstimate:
+def _check_smooth(smooth, method: str) -> int:
+    if smooth is None:
+        return 1
+    if method != "ems":
+        raise ValueError(f"smooth applies to method='ems' only; got smooth={smooth!r} with method={method!r}")
+    return check_int(smooth, "smooth", minimum=1)
+
+
+def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", tol=None,
+                              max_iter=50_000, smooth=None, counts=False) -> FrequencyEstimate:
     """:func:`estimate_frequencies` returning the :class:`FrequencyEstimate` with its diagnostics."""
     method = _check_method(method)
-    tol, max_iter = _check_tol(tol, max_iter)
+    tol, max_iter = _check_tol(_DEFAULT_TOL[method] if tol is None else tol, max_iter)
+    smooth = _check_smooth(smooth, method)
     model = _model(mechanism, domain)
     c_all = model.counts_of(reports, counts)
-    return _fit(model, c_all, method, tol, max_iter)
+    return _fit(model, c_all, method, tol, max_iter, smooth)
 
 
-def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=1e-2, max_iter=50_000,
-                         counts=False, return_info=False):
+def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=None, max_iter=50_000,
+                         smooth=None, counts=False, return_info=False):
     r"""Estimate the distribution of the true values on ``lo..hi`` from reports.
 
     Parameters
@@ -824,17 +947,43 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=1e
     domain : (lo, hi)
         The range of the true values; required for mechanisms on Z, defaults
         to the channel's input range for a channel.
-    method : {"em", "inversion"}
-        ``"em"`` (default): maximum likelihood by EM with the certified stopping
-        rule of the module docstring.  ``"inversion"``: unbiased least squares,
-        then projection onto the simplex.
-    tol : float > 0
-        EM stops when the certified log-likelihood gap ``n log max_x g_x`` is at
-        most ``tol`` nats (default ``1e-2``).
+    method : {"em", "ems", "inversion"}
+        Which estimator (module docstring for the math):
+
+        * ``"em"`` (default): the maximum-likelihood estimate, by EM with the
+          certified stopping rule.  Consistent, and its log-likelihood is
+          certified within ``tol`` of the maximum; the best choice for spiky
+          distributions and for large ``n``.  But deconvolution is ill-posed:
+          when the mechanism's window is wide relative to the domain (or to
+          the structure of ``p``) and ``n`` is modest, the MLE fits the noise
+          and comes out spiky.  Example: ages 0..99, ``SparseLaplace(lam=0.2,
+          s=137)``, 10^5 reports of a smooth age pyramid: total-variation
+          error about 0.4.
+        * ``"ems"``: EM with smoothing (EMS; Silverman et al. 1990, Li et al.
+          SIGMOD 2020): each EM step is followed by ``smooth`` passes of the
+          ``(1, 2, 1)/4`` kernel over neighbouring values.  Biased towards
+          smooth distributions, and far more accurate when the truth is
+          smooth: on the example above, total-variation error about 0.013 (30
+          times lower).  Use it for numerical attributes with smooth
+          distributions; it blurs isolated atoms (there use ``"em"``).
+        * ``"inversion"``: unbiased least squares, then Euclidean projection
+          onto the simplex.  Fast and assumption-free, but it inherits the
+          ill-conditioning of the channel (on the example above it is worse
+          than the MLE); mostly a baseline.
+    tol : float > 0, optional
+        Stopping tolerance, in the unit of the method.  ``"em"``: EM stops when
+        the certified log-likelihood gap ``n log max_x g_x`` is at most ``tol``
+        nats (default ``1e-2``).  ``"ems"``: EMS stops when its estimated
+        total-variation distance to the fixed point is at most ``tol``
+        (default ``1e-8``).  Not used by ``"inversion"``.
     max_iter : int >= 1
-        Cap on EM map evaluations (a :class:`ConvergenceWarning` if reached
-        without the certificate; a Newton finish, if used, adds at most 120
-        steps).
+        Cap on EM (or EMS) map evaluations (a :class:`ConvergenceWarning` if
+        reached without meeting ``tol``; a Newton finish of EM, if used, adds
+        at most 120 steps).
+    smooth : int >= 1, optional
+        ``"ems"`` only: smoothing passes per EM step (default 1; ``m`` passes
+        are the binomial kernel of width ``2m + 1`` and variance ``m/2``, so
+        larger values smooth more).  A ValueError with another method.
     counts : bool
         Whether ``reports`` is a histogram (see above).
     return_info : bool
@@ -856,7 +1005,7 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=1e
         Non-integer reports, an unsupported mechanism.
     """
     est = estimate_frequencies_full(reports, mechanism, domain=domain, method=method, tol=tol,
-                                    max_iter=max_iter, counts=counts)
+                                    max_iter=max_iter, smooth=smooth, counts=counts)
     return est if return_info else np.array(est.p)
 
 

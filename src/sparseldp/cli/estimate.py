@@ -14,6 +14,12 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   and confidence interval, and the estimator's diagnostics (converged, EM
   steps, certified log-likelihood gap) on the terminal; ``--json`` prints them
   as JSON instead.  ``--plot FILE`` draws the estimated histogram (PNG/PDF).
+* ``--method``: ``em`` (default, the maximum-likelihood estimate), ``ems`` (EM
+  with smoothing: far more accurate for smooth distributions when the window is
+  wide relative to the domain; ``--smooth m`` passes of the (1, 2, 1)/4 kernel
+  per step) or ``inversion`` (least squares + simplex projection); see
+  :func:`sparseldp.estimate_frequencies`.  The mean is estimated the same way
+  whatever the method (:func:`sparseldp.estimate_mean`).
 * A report the mechanism cannot produce from the domain, a bad spec, a bad
   file: one line on stderr and exit status 2.
 """
@@ -84,10 +90,16 @@ def estimate_command(
     output: Annotated[Path, typer.Option("-o", "--output", help="Output CSV: value,frequency for lo..hi.")],
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Range of the true values, lo:hi (default: the spec's domain).")] = None,
-    method: Annotated[str, typer.Option("--method", help="em (maximum likelihood) or inversion.")] = "em",
+    method: Annotated[str, typer.Option(
+        "--method", help="em (maximum likelihood), ems (EM with smoothing: for smooth distributions) "
+                         "or inversion.")] = "em",
+    smooth: Annotated[Optional[int], typer.Option(
+        "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,
     confidence: Annotated[float, typer.Option("--confidence", help="Level of the mean's interval.")] = 0.95,
-    tol: Annotated[float, typer.Option("--tol", help="EM stops within this many nats of the maximum.")] = 1e-2,
+    tol: Annotated[Optional[float], typer.Option(
+        "--tol", help="em: stop within this many nats of the maximum (default 1e-2); ems: at this estimated "
+                      "total-variation distance to the fixed point (default 1e-8).", show_default=False)] = None,
     max_iter: Annotated[int, typer.Option("--max-iter", help="Cap on EM steps.")] = 50_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     format: Annotated[Optional[str], typer.Option(
@@ -103,8 +115,11 @@ def estimate_command(
     from ..spec import load_spec
 
     spec = load_spec(mechanism)
-    if method not in ("em", "inversion"):
-        raise ValueError(f"--method must be 'em' or 'inversion'; got {method!r}")
+    if method not in ("em", "ems", "inversion"):
+        raise ValueError(f"--method must be 'em', 'ems' or 'inversion'; got {method!r}")
+    if smooth is not None and method != "ems":
+        raise ValueError(f"--smooth applies to --method ems only; got --smooth {smooth} "
+                         f"with --method {method}")
     if domain is None:
         if spec.domain is None:
             raise ValueError("--domain lo:hi is required: the mechanism spec has no domain")
@@ -137,14 +152,18 @@ def estimate_command(
         raise ValueError(f"column {column!r} of {str(input)!r} has no reports")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        est = estimate_frequencies_full(rc, target, domain=dom, method=method, tol=tol, max_iter=max_iter)
-        mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=tol, max_iter=max_iter) \
+        est = estimate_frequencies_full(rc, target, domain=dom, method=method, tol=tol, max_iter=max_iter,
+                                        smooth=smooth)
+        # the mean's EM (biased channels only) takes --tol in nats; an ems tolerance is in TV, not nats
+        mean_tol = 1e-2 if (tol is None or method == "ems") else tol
+        mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol, max_iter=max_iter) \
             if rc.n >= 2 else None
     values = est.values
     lines = ["value,frequency"] + [f"{int(v)},{float(f)!r}" for v, f in zip(values, est.p)]
     plot_bytes = None
     if plot is not None:
-        title = f"{spec.family} {spec.param_name}={spec.param:g} s={spec.s}: estimate from {rc.n:,} reports"
+        title = (f"{spec.family} {spec.param_name}={spec.param:g} s={spec.s}: "
+                 f"{est.method} estimate from {rc.n:,} reports")
         if mean is not None:
             plot_bytes = _plot_bytes(values, est.p, mean, title, plot_fmt)
     summary = {
@@ -153,6 +172,8 @@ def estimate_command(
         "loglik": est.loglik if np.isfinite(est.loglik) else None,
         "gap": est.gap if np.isfinite(est.gap) else None, "output": str(output),
     }
+    if method == "ems":
+        summary["smooth"] = 1 if smooth is None else smooth
     if mean is not None:
         summary["mean"] = mean.to_dict()
     # write only after everything has succeeded
@@ -175,6 +196,11 @@ def estimate_command(
                       + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")
                       + f", log-likelihood within {fmt(est.gap, 3)} nats of the maximum"
                       + ("" if est.converged else "  [NOT converged: raise --max-iter or --tol]"))
+    elif est.method == "ems":
+        say(f"EMS: {est.iterations} steps, smoothing passes {summary['smooth']}, "
+            + ("converged to the fixed point" if est.converged
+               else "[NOT converged: raise --max-iter or --tol]")
+            + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
     if plot is not None:
