@@ -25,7 +25,8 @@ import typer
 
 from . import app
 from ._common import Command, atomic_write_bytes, fmt, print_json, stdout_console
-from .estimate import _check_out, parse_domain
+from ._common import parse_domain
+from .estimate import _check_out
 
 __all__ = ["compare_command"]
 

@@ -32,23 +32,10 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
+from ._common import parse_domain
 from ._common import Command, atomic_write_bytes, atomic_write_text, fmt, print_json, stdout_console
 
-__all__ = ["estimate_command", "parse_domain"]
-
-
-def parse_domain(text: str, name: str = "--domain") -> tuple[int, int]:
-    """``"lo:hi"`` -> ``(lo, hi)`` with integers ``lo <= hi`` (negative values allowed: ``-5:5``)."""
-    if not isinstance(text, str) or text.count(":") != 1:
-        raise ValueError(f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}")
-    lo_s, hi_s = (part.strip() for part in text.split(":"))
-    try:
-        lo, hi = int(lo_s), int(hi_s)
-    except ValueError:
-        raise ValueError(f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}") from None
-    if hi < lo:
-        raise ValueError(f"{name} must be lo:hi with integers lo <= hi (e.g. 0:99); got {text!r}")
-    return lo, hi
+__all__ = ["estimate_command"]
 
 
 def _check_out(path: Path, what: str) -> None:
