@@ -75,21 +75,22 @@ def compare_command(
     table = Table(title=f"(eps, delta) = ({eps:g}, {delta:g}) on range H = {H}, domain {dom[0]}..{dom[1]}; "
                         f"TV error on n = {n:,} simulated reports ({sim})")
     for col, just in (("family", "left"), ("parameters", "left"), ("delta reached", "right"), ("R1", "right"),
-                      ("R2", "right"), ("mean support", "right"), ("TV error (EM)", "right")):
+                      ("R2", "right"), ("mean support", "right"), ("TV error (EM)", "right"),
+                      ("TV error (EMS)", "right")):
         table.add_column(col, justify=just)
     for r in result.rows:
         if r.error is not None:
-            table.add_row(r.family, "[red]infeasible[/]", "-", "-", "-", "-", "-")
+            table.add_row(r.family, "[red]infeasible[/]", "-", "-", "-", "-", "-", "-")
             continue
         tv = fmt(r.tv, 4) + ("" if r.converged else " *")
         table.add_row(r.family, format_params(r.params), fmt(r.delta_reached, 4), fmt(r.r1, 5), fmt(r.r2, 5),
-                      fmt(r.support, 4), tv)
+                      fmt(r.support, 4), tv, fmt(r.tv_ems, 4))
     import sys
 
     from rich.console import Console
 
-    # wide enough for the seven columns when piped (rich defaults to 80 there)
-    console = stdout_console() if sys.stdout.isatty() else Console(file=sys.stdout, highlight=False, width=140)
+    # wide enough for the eight columns when piped (rich defaults to 80 there)
+    console = stdout_console() if sys.stdout.isatty() else Console(file=sys.stdout, highlight=False, width=180)
     console.print(table)
     if any(r.converged is False for r in result.rows):
         console.print("* EM stopped at its step cap before the certified gap reached its tolerance", soft_wrap=True)
