@@ -126,7 +126,7 @@ def test_compare_cli_table(capsys):
     rc, out, err = run(["compare", "--eps", 1, "--delta", 0.01, "--H", 2, "--domain", "0:15", "--n", 500,
                         "--seed", 3, "--families", "geometric-clamp"], capsys)
     assert rc == 0, err
-    assert "geometric-clamp" in out and "seeded with 3, reproducible" in out
+    assert "geometric-clamp" in out and "seeded with 3," in out and "reproducible" in out  # title may wrap
 
 
 @pytest.mark.parametrize(
