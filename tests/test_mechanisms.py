@@ -301,3 +301,12 @@ def test_relative_accuracy_against_50_digit_arithmetic(kind, param, s, eps):
         exact = (mp.fsum(w(k) for k in range(-t, h - t))
                  + mp.fsum(max(w(k) - E * w(k - h), 0) for k in range(h - t, t + 1))) / C
         assert float(m.delta(eps, h)) == pytest.approx(float(exact), rel=1e-12)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import sparseldp.mechanisms
+
+    result = doctest.testmod(sparseldp.mechanisms, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 2 and result.failed == 0
