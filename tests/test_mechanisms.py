@@ -310,3 +310,22 @@ def test_docstring_examples():
 
     result = doctest.testmod(sparseldp.mechanisms, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 2 and result.failed == 0
+
+
+def test_core_imports_with_numpy_and_scipy_alone():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "for m in ['matplotlib', 'pyarrow', 'typer', 'rich', 'mpmath', 'dp_accounting', 'opendp']:\n"
+        "    sys.modules[m] = None\n"
+        "import numpy as np, sparseldp\n"
+        "import sparseldp.sampling, sparseldp.bounds, sparseldp.channel, sparseldp.estimation\n"
+        "import sparseldp.baselines, sparseldp.finite_design, sparseldp.spec\n"
+        "m = sparseldp.SparseLaplace(lam=1, s=5)\n"
+        "assert m.sample(np.arange(5)).shape == (5,)\n"
+        "assert m.certify(1.0, 2).delta_star_upper >= m.delta_star(1.0, 2)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
