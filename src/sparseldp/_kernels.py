@@ -16,11 +16,25 @@ mechanism, then O(1) a lookup).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-__all__ = ["LaplaceKernel", "GaussianKernel", "logsubexp"]
+__all__ = ["LaplaceKernel", "GaussianKernel", "logsubexp", "check_gaussian_s", "GAUSSIAN_MAX_S"]
 
 _NEG_INF = -np.inf
+#: Largest Gaussian support size: the suffix array holds t + 2 floats (2^26 radii, 512 MiB).
+GAUSSIAN_MAX_S = (1 << 27) + 1
+
+
+def check_gaussian_s(s: int, name: str = "s") -> int:
+    """``s <= GAUSSIAN_MAX_S``: the Gaussian kernel's exact sums need O(s) memory."""
+    if s > GAUSSIAN_MAX_S:
+        raise ValueError(
+            f"{name} must be an odd integer in [1, 2^27 + 1 = {GAUSSIAN_MAX_S}] for the Gaussian family "
+            f"(its exact accounting keeps one log suffix sum per offset, O(s) memory); got {s}"
+        )
+    return s
 
 
 def logsubexp(x, y):
@@ -75,6 +89,9 @@ class LaplaceKernel(_Kernel):
         # log(1 - e^{-lam}) without cancellation for tiny lam
         self._log_one_minus_q = float(np.log(-np.expm1(-self.lam)))
 
+    def __repr__(self) -> str:
+        return f"SparseLaplace(lam={self.lam!r}, s={2 * self.t + 1})"
+
     def log_w(self, k):
         return -self.lam * np.abs(np.asarray(k, dtype=float))
 
@@ -102,10 +119,13 @@ class LaplaceKernel(_Kernel):
         a0, a1, a2 = wi.sum(), (i * wi).sum(), (i * i * wi).sum()
         # j = m*block + i: sum over blocks m of q^{m block} (sums shifted by m block)
         nblocks, rem = divmod(t, block)
-        m = np.arange(nblocks, dtype=float)
-        scale = np.exp(-lam * block * m)
-        s1 = float(np.sum(scale * (m * block * a0 + a1)))
-        s2 = float(np.sum(scale * ((m * block) ** 2 * a0 + 2 * m * block * a1 + a2)))
+        if nblocks <= _MAX_BLOCKS:
+            m = np.arange(nblocks, dtype=float)
+            scale = np.exp(-lam * block * m)
+            s1 = float(np.sum(scale * (m * block * a0 + a1)))
+            s2 = float(np.sum(scale * ((m * block) ** 2 * a0 + 2 * m * block * a1 + a2)))
+        else:
+            _, s1, s2 = _laplace_blocks_by_doubling(lam, block, nblocks, (float(a0), float(a1), float(a2)))
         if rem:
             j = nblocks * block + np.arange(1, rem + 1, dtype=float)
             wj = np.exp(-lam * j)
@@ -114,22 +134,65 @@ class LaplaceKernel(_Kernel):
         return s1, s2
 
 
+# Blocks of 2^20 radii summed as one array; beyond (t > 2^40) the blocks are combined by doubling.
+_MAX_BLOCKS = 1 << 20
+
+
+def _laplace_blocks_by_doubling(lam: float, block: int, nblocks: int, one):
+    """``(sum q^j, sum j q^j, sum j^2 q^j)`` over ``j = 1 .. nblocks * block`` in O(log nblocks).
+
+    ``one`` holds the three sums over one block ``j = 1 .. block``.  A range
+    shifted by ``d`` contributes ``q^d (S0, d S0 + S1, d^2 S0 + 2 d S1 + S2)``, so
+    sums over ``n1 + n2`` blocks follow from those over ``n1`` and ``n2`` blocks;
+    binary doubling needs ``2 log2(nblocks)`` such steps, each adding positive
+    terms only (no cancellation), and constant memory.
+    """
+
+    def shifted(S, d):
+        q = math.exp(-lam * d)
+        return (q * S[0], q * (d * S[0] + S[1]), q * (d * d * S[0] + 2.0 * d * S[1] + S[2]))
+
+    def add(A, B):
+        return (A[0] + B[0], A[1] + B[1], A[2] + B[2])
+
+    total, covered = (0.0, 0.0, 0.0), 0  # sums over the first `covered` blocks
+    power, size = one, 1  # sums over `size` consecutive blocks starting at j = 1
+    n = nblocks
+    while n:
+        if n & 1:
+            total = add(total, shifted(power, float(covered) * block))
+            covered += size
+        n >>= 1
+        if n:
+            power = add(power, shifted(power, float(size) * block))
+            size *= 2
+    return total
+
+
 class GaussianKernel(_Kernel):
     """``w(k) = exp(-k^2 / (2 sigma^2))`` on ``|k| <= t``; one log suffix-sum array."""
 
     def __init__(self, sigma: float, t: int):
         self.sigma = float(sigma)
         self.t = int(t)
-        self._c = 1.0 / (2.0 * self.sigma * self.sigma)
+        check_gaussian_s(2 * self.t + 1)
+        # sigma^2 may underflow to 0: then c = inf (a point mass at 0), handled by log_w
+        den = 2.0 * self.sigma * self.sigma
+        self._c = 1.0 / den if den > 0 else math.inf
         j = np.arange(self.t + 1, dtype=float)
-        logw = -(j * j) * self._c
+        logw = self.log_w(j)
         suffix = np.empty(self.t + 2)
         suffix[: self.t + 1] = np.logaddexp.accumulate(logw[::-1])[::-1]
         suffix[self.t + 1] = _NEG_INF
         self._suffix = suffix  # suffix[j] = log sum_{i=j}^{t} w(i)
 
+    def __repr__(self) -> str:
+        return f"SparseGaussian(sigma={self.sigma!r}, s={2 * self.t + 1})"
+
     def log_w(self, k):
         k = np.asarray(k, dtype=float)
+        if np.isinf(self._c):  # sigma so small that sigma^2 underflows: w = 1{k = 0}
+            return np.where(k == 0, 0.0, _NEG_INF)
         return -(k * k) * self._c
 
     def log_range_nonneg(self, a, b):
@@ -148,7 +211,8 @@ class GaussianKernel(_Kernel):
         the geometric series ``w(t+1) / (1 - exp(-(t+1)/sigma^2))``.
         """
         u = self.t + 1
-        return float(np.exp(-u * u * self._c - np.log(-np.expm1(-2.0 * u * self._c))))
+        with np.errstate(divide="ignore", over="ignore"):  # c = 0 (huge sigma): the bound is +inf
+            return float(np.exp(-u * u * self._c - np.log(-np.expm1(-2.0 * u * self._c))))
 
     def moment_sums(self):
         t = self.t
@@ -186,7 +250,7 @@ def _gaussian_last_excess(self, h, eps):
     h = np.asarray(h, dtype=float)
     eps = np.asarray(eps, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        kappa = h / 2.0 - self.sigma * self.sigma * eps / h
+        kappa = h / 2.0 - np.where(eps > 0, self.sigma * self.sigma * eps, 0.0) / h  # never inf * 0
         k = np.ceil(kappa) - 1.0
     return np.where(h > 0, k, -np.inf)
 

@@ -71,7 +71,7 @@ def extreme_feasible(delta_of, target: float, good: float, other: float, *, know
             start = math.exp(u)
     lo, hi = start, float(good)  # lo feasible, hi infeasible
     for _ in range(100):
-        mid = math.sqrt(lo * hi)
+        mid = math.sqrt(lo) * math.sqrt(hi)  # lo * hi may overflow (lam near 1e300)
         if delta_of(mid) <= target:
             lo = mid
         else:

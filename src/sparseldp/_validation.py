@@ -14,14 +14,27 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "INT64_MIN",
+    "INT64_MAX",
+    "MAX_S",
     "check_odd_s",
+    "check_bool",
+    "check_real",
     "check_positive",
     "check_nonnegative",
     "check_int",
     "check_probability",
     "check_int_array",
     "check_eps_array",
+    "broadcast",
 ]
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+#: Largest support size accepted anywhere: with t = (s - 1)/2 <= 2^52 every offset the
+#: accountant forms (h - t - 1, 2t + 1, window ends) is an integer exactly representable
+#: as a double, which the closed-form kernel sums rely on (and int64 has room to spare).
+MAX_S = (1 << 53) + 1
 
 
 def _is_bool(value) -> bool:
@@ -52,19 +65,39 @@ def _range_text(minimum, maximum) -> str:
 
 
 def check_odd_s(value, name: str = "s") -> int:
-    """Support size: an odd integer >= 1 (Definitions 6 and 8)."""
+    """Support size: an odd integer >= 1 (Definitions 6 and 8), at most :data:`MAX_S`."""
     if _is_bool(value) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an odd integer >= 1; got {type(value).__name__} {value!r}")
     value = int(value)
     if value < 1 or value % 2 == 0:
         raise ValueError(f"{name} must be an odd integer >= 1; got {value}")
+    if value > MAX_S:
+        raise ValueError(f"{name} must be an odd integer in [1, 2^53 + 1 = {MAX_S}]; got {value}")
     return value
+
+
+def check_bool(value, name: str) -> bool:
+    """A flag: ``True``/``False`` (or a numpy bool); anything else is a ``TypeError``."""
+    if not _is_bool(value):
+        raise TypeError(f"{name} must be True or False; got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def check_real(value, name: str) -> float:
+    """Any finite real number (no bool)."""
+    v = _real(value, name, "and finite")
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be a real number and finite; got {value!r}")
+    return v
 
 
 def _real(value, name: str, allowed: str) -> float:
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number {allowed}; got {type(value).__name__} {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an int or Fraction beyond the doubles: infinite for every check here
+        return math.inf if value > 0 else -math.inf
 
 
 def check_positive(value, name: str) -> float:
@@ -95,20 +128,35 @@ def check_probability(value, name: str = "delta", *, open_upper: bool = False) -
 
 
 def check_int_array(value, name: str, *, minimum: int | None = None) -> np.ndarray:
-    """An integer scalar or array (no floats, even integral ones)."""
+    """An integer scalar or array as int64 (no floats, even integral ones).
+
+    Values must fit in int64 (``ValueError`` naming the range otherwise, never
+    a silent wrap-around); an empty sequence (``[]``) is an empty int64 array.
+    """
+    allowed = f"{name} must be an integer or integer array{_range_text(minimum, None)}"
     if _is_bool(value):
-        raise TypeError(f"{name} must be an integer or integer array; got bool {value!r}")
-    arr = np.asarray(value)
+        raise TypeError(f"{allowed}; got bool {value!r}")
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{allowed}; got {type(value).__name__} {_preview(value)}")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # e.g. a ragged nested list
+        raise TypeError(f"{allowed} (a rectangular array); got {_preview(value)}") from None
     if arr.dtype == object:
-        try:
-            arr = np.asarray(value, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            raise TypeError(f"{name} must be an integer or integer array; got {value!r}") from None
+        flat = arr.reshape(-1)
+        for v in flat:
+            if _is_bool(v) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"{allowed}; got element {type(v).__name__} {_preview(v)}")
+        for v in flat:
+            if not INT64_MIN <= int(v) <= INT64_MAX:
+                raise ValueError(f"{name} must be integers in [{INT64_MIN}, {INT64_MAX}] (int64); got {int(v)}")
+        arr = np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
+    elif arr.size == 0 and arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+        arr = arr.astype(np.int64)  # [] or [[]]: numpy's default dtype for an empty list
     if not np.issubdtype(arr.dtype, np.integer):
-        raise TypeError(
-            f"{name} must be an integer or integer array{_range_text(minimum, None)}; "
-            f"got dtype {arr.dtype} ({_preview(value)})"
-        )
+        raise TypeError(f"{allowed}; got dtype {arr.dtype} ({_preview(value)})")
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > INT64_MAX:
+        raise ValueError(f"{name} must be integers in [{INT64_MIN}, {INT64_MAX}] (int64); got {int(arr.max())}")
     if minimum is not None and arr.size and arr.min() < minimum:
         bad = arr.min()
         raise ValueError(f"{name} must be an integer{_range_text(minimum, None)}; got {bad}")
@@ -116,19 +164,42 @@ def check_int_array(value, name: str, *, minimum: int | None = None) -> np.ndarr
 
 
 def check_eps_array(value, name: str = "eps") -> np.ndarray:
-    """A real scalar or array of values >= 0 and finite."""
+    """A real scalar or array of values >= 0 and finite (no strings, bools or None)."""
+    allowed = f"{name} must be a real number or array of real numbers >= 0 and finite"
     if _is_bool(value):
         raise TypeError(f"{name} must be a real number >= 0 and finite; got bool {value!r}")
     if isinstance(value, numbers.Real):
         return np.asarray(check_nonnegative(value, name), dtype=float)
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{allowed}; got {type(value).__name__} {_preview(value)}")
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number or array >= 0 and finite; got {value!r}") from None
+        raise TypeError(f"{allowed}; got {_preview(value)}") from None
+    if raw.dtype == object:
+        if not all(isinstance(v, numbers.Real) and not _is_bool(v) for v in raw.reshape(-1)):
+            raise TypeError(f"{allowed}; got {_preview(value)}")
+    elif raw.dtype == np.bool_ or not (np.issubdtype(raw.dtype, np.integer) or np.issubdtype(raw.dtype, np.floating)):
+        raise TypeError(f"{allowed}; got dtype {raw.dtype} ({_preview(value)})")
+    try:
+        arr = raw.astype(float)
+    except OverflowError:  # Python ints beyond the doubles
+        raise ValueError(f"{name} must be a real number >= 0 and finite; got {_preview(value)}") from None
     if arr.size and not (np.all(np.isfinite(arr)) and np.all(arr >= 0)):
         bad = arr[~(np.isfinite(arr) & (arr >= 0))].flat[0]
-        raise ValueError(f"{name} must be a real number >= 0 and finite; got {bad!r}")
+        raise ValueError(f"{name} must be a real number >= 0 and finite; got {float(bad)!r}")
     return arr
+
+
+def broadcast(*pairs):
+    """``np.broadcast_arrays`` of ``(name, array)`` pairs, or ``ValueError`` naming them and their shapes."""
+    arrays = [np.asarray(a) for _, a in pairs]
+    try:
+        return np.broadcast_arrays(*arrays)
+    except ValueError:
+        names = " and ".join(n for n, _ in pairs)
+        shapes = ", ".join(f"{n} {a.shape}" for (n, _), a in zip(pairs, arrays))
+        raise ValueError(f"{names} must have broadcastable shapes (numpy rules); got {shapes}") from None
 
 
 def _preview(value) -> str:

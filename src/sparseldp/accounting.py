@@ -107,18 +107,23 @@ def delta_profile(kernel, eps, H: int):
     """
     eps = np.asarray(eps, dtype=float)
     flat = eps.reshape(-1)
-    best = np.empty(flat.shape)
-    arg = np.empty(flat.shape, dtype=np.int64)
+    best = np.full(flat.shape, -np.inf)
+    arg = np.zeros(flat.shape, dtype=np.int64)
     # only h <= 2t + 1 matters: beyond, delta_h = 1 = delta_{2t+1}
     h_top = min(H, 2 * kernel.t + 1)
-    hs = np.arange(1, h_top + 1, dtype=np.int64)
-    rows = max(1, _GRID_CHUNK // max(1, hs.size))
-    for start in range(0, flat.size, rows):
-        e = flat[start : start + rows, None]
-        total, _, _ = defect_parts(kernel, e, hs[None, :])
-        idx = np.argmax(total, axis=1)
-        best[start : start + rows] = total[np.arange(total.shape[0]), idx]
-        arg[start : start + rows] = hs[idx]
+    # the separations too are taken in chunks, so that a huge min(H, s) costs time, not memory
+    width = min(h_top, _GRID_CHUNK)
+    rows = max(1, _GRID_CHUNK // width)
+    for h0 in range(1, h_top + 1, width):
+        hs = np.arange(h0, min(h_top, h0 + width - 1) + 1, dtype=np.int64)
+        for start in range(0, flat.size, rows):
+            e = flat[start : start + rows, None]
+            total, _, _ = defect_parts(kernel, e, hs[None, :])
+            idx = np.argmax(total, axis=1)
+            val = total[np.arange(total.shape[0]), idx]
+            better = val > best[start : start + rows]  # strict: the smallest maximizing h is kept
+            best[start : start + rows] = np.where(better, val, best[start : start + rows])
+            arg[start : start + rows] = np.where(better, hs[idx], arg[start : start + rows])
     return best.reshape(eps.shape), arg.reshape(eps.shape)
 
 
@@ -128,10 +133,13 @@ def max_overlap_loss(kernel, H: int) -> float:
     h_top = min(H, 2 * t)
     if h_top < 1:
         return 0.0
-    hs = np.arange(1, h_top + 1, dtype=np.int64)
-    # loss is nonincreasing in k, so its max on [h-t, t] is at k = h - t
-    k = hs - t
-    return float(np.max(kernel.log_w(k) - kernel.log_w(k - hs)))
+    out = -np.inf
+    for h0 in range(1, h_top + 1, _GRID_CHUNK):
+        hs = np.arange(h0, min(h_top, h0 + _GRID_CHUNK - 1) + 1, dtype=np.int64)
+        # loss is nonincreasing in k, so its max on [h-t, t] is at k = h - t
+        k = hs - t
+        out = max(out, float(np.max(kernel.log_w(k) - kernel.log_w(k - hs))))
+    return out
 
 
 def epsilon_for_delta(kernel, delta: float, H: int, *, rtol: float = 1e-12) -> float:
@@ -167,5 +175,9 @@ def epsilon_for_delta(kernel, delta: float, H: int, *, rtol: float = 1e-12) -> f
 
 
 def _leak_star(kernel, H: int) -> float:
-    _, leak, _ = defect_parts(kernel, np.inf, np.arange(1, min(H, 2 * kernel.t + 1) + 1))
-    return float(leak.max())
+    h_top = min(H, 2 * kernel.t + 1)
+    out = 0.0
+    for h0 in range(1, h_top + 1, _GRID_CHUNK):
+        _, leak, _ = defect_parts(kernel, np.inf, np.arange(h0, min(h_top, h0 + _GRID_CHUNK - 1) + 1))
+        out = max(out, float(leak.max()))
+    return out

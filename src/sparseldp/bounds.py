@@ -28,12 +28,14 @@ import numpy as np
 
 from ._kernels import GaussianKernel, LaplaceKernel
 from ._validation import (
+    check_bool,
     check_int,
     check_int_array,
     check_nonnegative,
     check_odd_s,
     check_positive,
     check_probability,
+    check_real,
 )
 
 __all__ = [
@@ -117,6 +119,7 @@ def laplace_clean_bound(*, eps, lam, s, H, loose=False) -> float:
     lam = check_positive(lam, "lam")
     s = check_odd_s(s)
     H = check_int(H, "H", minimum=1)
+    loose = check_bool(loose, "loose")
     _clean_conditions_laplace(eps, lam, s, H)
     t = (s - 1) // 2
     log_b = math.log(H) - lam * (t - H + 1)
@@ -154,12 +157,14 @@ def kappa(h, *, eps, sigma):
     h = check_int_array(h, "h", minimum=1)
     eps = check_nonnegative(eps, "eps")
     sigma = check_positive(sigma, "sigma")
-    return (h / 2.0 - sigma * sigma * eps / h)[()]
+    return (h / 2.0 - (sigma * sigma * eps if eps > 0 else 0.0) / h)[()]  # never inf * 0
 
 
 def _clean_conditions_gaussian(eps, sigma, s, H):
     t = (s - 1) // 2
-    need = H * (2 * t - H) / (2 * sigma * sigma)
+    num, den = H * (2 * t - H), 2 * sigma * sigma
+    # den = 0 when sigma^2 underflows: then the bound is +-inf (or 0), never a ZeroDivisionError
+    need = num / den if den > 0 else (math.copysign(math.inf, num) if num else 0.0)
     if eps < need:
         raise ValueError(f"Theorem 11 needs eps >= H(2t - H)/(2 sigma^2) = {need:g}; got eps = {eps:g}")
     if s < 2 * H + 1:
@@ -191,9 +196,11 @@ def gaussian_clean_bound(*, eps, sigma, s, H, loose=False) -> float:
     sigma = check_positive(sigma, "sigma")
     s = check_odd_s(s)
     H = check_int(H, "H", minimum=1)
+    loose = check_bool(loose, "loose")
     _clean_conditions_gaussian(eps, sigma, s, H)
     t = (s - 1) // 2
-    log_b = math.log(H) - (t - H + 1) ** 2 / (2 * sigma * sigma)
+    den = 2 * sigma * sigma
+    log_b = math.log(H) - ((t - H + 1) ** 2 / den if den > 0 else math.inf)  # t >= H here: (t-H+1)^2 > 0
     if not loose:
         log_b -= GaussianKernel(sigma, t).log_normalizer
     return math.exp(log_b)
@@ -216,7 +223,12 @@ def gaussian_window(*, eps, delta, sigma, H) -> tuple[int, int] | None:
     if delta <= 0:
         raise ValueError("delta must be > 0 for Corollary 4; got 0")
     lo_t = H - 1 + math.sqrt(2 * sigma * sigma * max(math.log(H / delta), 0.0))
-    hi_t = H / 2 + sigma * sigma * eps / H
+    hi_t = H / 2 + (sigma * sigma * eps / H if eps > 0 else 0.0)  # never inf * 0
+    if not (math.isfinite(lo_t) and math.isfinite(hi_t)):
+        raise ValueError(
+            f"sigma must be small enough for Corollary 4's window to be a finite double "
+            f"(sigma^2 eps / H <= 1.8e308); got sigma = {sigma!r} with eps = {eps!r}, H = {H}"
+        )
     t_lo = max(math.ceil(lo_t - 1e-12), H)
     t_hi = math.floor(hi_t + 1e-12)
     if t_lo > t_hi:
@@ -234,4 +246,5 @@ def laplace_pure_sufficient(*, eps, lam, D, log_normalizer_ratio=0.0) -> bool:
     eps = check_nonnegative(eps, "eps")
     lam = check_positive(lam, "lam")
     D = check_int(D, "D", minimum=0)
-    return lam * D + float(log_normalizer_ratio) <= eps
+    ratio = check_real(log_normalizer_ratio, "log_normalizer_ratio")
+    return lam * D + ratio <= eps

@@ -63,7 +63,7 @@ __all__ = ["Design", "design", "smallest_support"]
 
 _FAMILIES = ("laplace", "gaussian")
 # Largest radius tried before giving up; the Gaussian kernel needs O(t) memory.
-_T_CAP = {"laplace": 1 << 62, "gaussian": 1 << 26}
+_T_CAP = {"laplace": 1 << 52, "gaussian": 1 << 26}  # s <= 2^53 + 1 (MAX_S); Gaussian: O(t) memory
 
 
 @dataclass(frozen=True)
@@ -180,10 +180,12 @@ def _pname(family):
     return "lam" if family == "laplace" else "sigma"
 
 
-def _validate_target(eps, delta, H):
+def _validate_target(eps, delta, H, family):
     eps = check_nonnegative(eps, "eps")
     delta = check_probability(delta, "delta")
     H = check_int(H, "H", minimum=1)
+    # Theorem 4: s >= H + 1 is necessary, and s is at most 2 _T_CAP + 1 here
+    H = check_int(H, "H", minimum=1, maximum=2 * _T_CAP[family])
     return eps, delta, H
 
 
@@ -203,7 +205,7 @@ def smallest_support(family, *, eps, delta, H, lam=None, sigma=None) -> int:
         ``delta_star`` is bounded below by a number exceeding ``delta``.
     """
     family = _check_family(family)
-    eps, delta, H = _validate_target(eps, delta, H)
+    eps, delta, H = _validate_target(eps, delta, H, family)
     param = _params(family, lam, sigma)
     if param is None:
         raise ValueError(f"smallest_support for the {family} family needs {_pname(family)}")
@@ -227,7 +229,7 @@ def design(family, *, eps, delta, H, objective="r2", lam=None, sigma=None) -> De
     ``delta_star`` reached.
     """
     family = _check_family(family)
-    eps, delta, H = _validate_target(eps, delta, H)
+    eps, delta, H = _validate_target(eps, delta, H, family)
     if objective not in ("r1", "r2"):
         raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
     param = _params(family, lam, sigma)
@@ -273,9 +275,10 @@ def _gaussian_sigma_inf(eps, delta) -> float:
     """
 
     def lb(sig):
-        a = 1.0 / (2 * sig * sig)
+        a = 1.0 / (2 * sig * sig)  # sig >= 1e-6 here: no underflow
         gam = 1.0 + 2.0 * math.exp(-a) / -math.expm1(-2 * a)
-        return max(0.0, -math.expm1(eps - a)) / gam
+        # (1 - e^{eps - a})_+ without evaluating e^{eps - a} when it would overflow (eps >= a gives 0)
+        return (-math.expm1(eps - a) if eps < a else 0.0) / gam
 
     lo, hi = 1e-6, 1.0
     while lb(hi) > delta:

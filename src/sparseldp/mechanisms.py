@@ -28,8 +28,12 @@ from functools import cached_property
 import numpy as np
 
 from . import accounting
-from ._kernels import GaussianKernel, LaplaceKernel
+from ._kernels import GAUSSIAN_MAX_S, GaussianKernel, LaplaceKernel, check_gaussian_s
 from ._validation import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_S,
+    broadcast,
     check_eps_array,
     check_int,
     check_int_array,
@@ -79,11 +83,15 @@ class RadiusMechanism:
         Computed as ``log w(y - x) - log C_t`` directly (never ``log(pmf)``),
         so it stays finite far into the tails, e.g. ``lam = 100, |y - x| = t``.
         """
-        y = check_int_array(y, "y")
-        x = check_int_array(x, "x")
-        d = y - x
-        out = self.kernel.log_w(d) - self.kernel.log_normalizer
-        return np.where(np.abs(d) <= self.t, out, -np.inf)[()]
+        y, x = broadcast(("y", check_int_array(y, "y")), ("x", check_int_array(x, "x")))
+        with np.errstate(over="ignore"):
+            d = y - x
+        # int64 wrap-around: x and y of opposite signs whose difference leaves int64
+        # are 2^63 or more apart, far outside every window (t <= 2^52)
+        wrapped = ((y ^ x) & (y ^ d)) < 0
+        inside = ~wrapped & (np.abs(d) <= self.t)
+        out = self.kernel.log_w(np.where(inside, d, 0)) - self.kernel.log_normalizer
+        return np.where(inside, out, -np.inf)[()]
 
     def pmf(self, y, x=0):
         """``M(y | x)``, 0 outside the window; broadcasts like numpy."""
@@ -91,7 +99,7 @@ class RadiusMechanism:
 
     def support(self, x=0) -> np.ndarray:
         """The window ``S(x) = {x - t, ..., x + t}``."""
-        x = check_int(x, "x")
+        x = check_int(x, "x", minimum=INT64_MIN + self.t, maximum=INT64_MAX - self.t)
         return np.arange(x - self.t, x + self.t + 1, dtype=np.int64)
 
     # -- accounting --------------------------------------------------------
@@ -103,8 +111,7 @@ class RadiusMechanism:
         ``S(0) & S(h)``.  ``eps`` and ``h`` broadcast; ``h > 2t`` gives exactly
         ``1.0`` (disjoint windows).  Exact up to floating-point rounding.
         """
-        e = check_eps_array(eps, "eps")
-        hh = check_int_array(h, "h", minimum=0)
+        e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))
         total, leak, ov = accounting.defect_parts(self.kernel, e, hh)
         return accounting.Defect(total[()], leak[()], ov[()])
 
@@ -223,7 +230,7 @@ class SparseLaplace(RadiusMechanism):
     @classmethod
     def from_radius(cls, *, lam, t) -> "SparseLaplace":
         """The radius-``t`` mechanism ``Q_{lam,r}`` of Definition 4, i.e. ``s = 2t + 1``."""
-        t = check_int(t, "t", minimum=0)
+        t = check_int(check_int(t, "t", minimum=0), "t", minimum=0, maximum=(MAX_S - 1) // 2)
         return cls(lam=lam, s=2 * t + 1)
 
     def _kernel(self):
@@ -260,12 +267,12 @@ class SparseGaussian(RadiusMechanism):
 
     def __post_init__(self):
         object.__setattr__(self, "sigma", check_positive(self.sigma, "sigma"))
-        object.__setattr__(self, "s", check_odd_s(self.s, "s"))
+        object.__setattr__(self, "s", check_gaussian_s(check_odd_s(self.s, "s")))
 
     @classmethod
     def from_radius(cls, *, sigma, t) -> "SparseGaussian":
         """The radius-``t`` mechanism ``G_{sigma,r}`` of Definition 11, i.e. ``s = 2t + 1``."""
-        t = check_int(t, "t", minimum=0)
+        t = check_int(check_int(t, "t", minimum=0), "t", minimum=0, maximum=(GAUSSIAN_MAX_S - 1) // 2)
         return cls(sigma=sigma, s=2 * t + 1)
 
     def _kernel(self):
