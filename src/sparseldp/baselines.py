@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from ._validation import check_nonnegative, check_positive
-from .channel import SparseChannel, check_domain
+from .channel import SparseChannel, check_domain, check_entries
 
 __all__ = [
     "randomized_response",
@@ -41,6 +41,8 @@ _GEOMETRIC_MODES = ("clamp", "fold")
 # exp(-700) < 1e-304: the relative size of every mass left out of a discrete-Gaussian tail sum
 _TAIL_LOG_REL = 700.0
 _CHUNK = 1 << 20
+# Largest discrete-Gaussian sigma: the tail sums take O(sigma) time (about 8 s at the cap).
+_SIGMA_MAX = 1e7
 
 
 def _dense_parts(k: int):
@@ -64,6 +66,7 @@ def randomized_response(*, eps, domain) -> SparseChannel:
     eps = check_nonnegative(eps, "eps")
     a, b = check_domain(domain)
     k = b - a + 1
+    check_entries(k, k, f"domain ({a}, {b}) (randomized response is dense)")
     log_same = -math.log1p((k - 1) * math.exp(-eps))
     log_other = -eps + log_same
     indptr, indices = _dense_parts(k)
@@ -107,6 +110,7 @@ def geometric(*, lam, domain, mode="clamp") -> SparseChannel:
     if mode not in _GEOMETRIC_MODES:
         raise ValueError(f"mode must be 'clamp' or 'fold'; got {mode!r}")
     k = b - a + 1
+    check_entries(k, k, f"domain ({a}, {b}) (the geometric mechanism is dense)")
     x = np.arange(a, b + 1, dtype=np.int64)
     log_c = math.log(-math.expm1(-lam)) - math.log1p(math.exp(-lam))
     X = x[:, None]
@@ -133,6 +137,18 @@ def geometric(*, lam, domain, mode="clamp") -> SparseChannel:
     return SparseChannel._from_log_parts(indptr, indices, logw.ravel(), (k, k), x, x, meta)
 
 
+def _inv_two_sigma2(sigma: float) -> float:
+    """``1 / (2 sigma^2)``; ``inf`` when ``sigma^2`` underflows (the noise is then a point mass)."""
+    den = 2.0 * sigma * sigma
+    return 1.0 / den if den > 0 else math.inf
+
+
+def _log_g(z, c: float):
+    """``-z^2 c`` with ``log g(0) = 0`` exactly, also when ``c = inf`` (sigma^2 underflowed)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(z == 0, 0.0, -(z * z) * c)
+
+
 def _log_gauss_tails(sigma: float, D: int) -> np.ndarray:
     r"""``log T(j)``, ``T(j) = sum_{z >= j} e^{-z^2/(2 sigma^2)}``, for ``j = 0..D``.
 
@@ -142,7 +158,7 @@ def _log_gauss_tails(sigma: float, D: int) -> np.ndarray:
     ``T(j) >= g(j)`` with ``(K+1)^2 - j^2 >= L^2``, the omitted mass is below
     ``e^{-700} < 1e-304`` times every ``T(j)``: far below double precision.
     """
-    c = 1.0 / (2.0 * sigma * sigma)
+    c = _inv_two_sigma2(sigma)
     L = int(math.ceil(sigma * math.sqrt(2.0 * (_TAIL_LOG_REL + math.log1p(sigma * math.sqrt(math.pi / 2.0)))))) + 1
     # log sum_{z = D+1}^{D+L} g(z), accumulated in chunks (bounded memory)
     acc = -np.inf
@@ -150,10 +166,10 @@ def _log_gauss_tails(sigma: float, D: int) -> np.ndarray:
     stop = D + L
     while start <= stop:
         z = np.arange(start, min(stop, start + _CHUNK - 1) + 1, dtype=float)
-        acc = np.logaddexp(acc, np.logaddexp.reduce(-(z * z) * c))
+        acc = np.logaddexp(acc, np.logaddexp.reduce(_log_g(z, c)))
         start += _CHUNK
     j = np.arange(D + 1, dtype=float)
-    terms = np.concatenate([-(j * j) * c, [acc]])
+    terms = np.concatenate([_log_g(j, c), [acc]])
     return np.logaddexp.accumulate(terms[::-1])[::-1][: D + 1]
 
 
@@ -178,16 +194,20 @@ def discrete_gaussian(*, sigma, domain) -> SparseChannel:
     :meth:`SparseChannel.pure_epsilon` evaluates it exactly.
     """
     sigma = check_positive(sigma, "sigma")
+    if sigma > _SIGMA_MAX:
+        raise ValueError(f"sigma must be a real number in (0, 1e7] for the discrete Gaussian (its tails are "
+                         f"summed term by term, O(sigma) work); got {sigma!r}")
     a, b = check_domain(domain)
     k = b - a + 1
+    check_entries(k, k, f"domain ({a}, {b}) (the discrete Gaussian is dense)")
     x = np.arange(a, b + 1, dtype=np.int64)
     D = b - a
     log_t = _log_gauss_tails(sigma, D)
     # N = 2 T(0) - g(0) = 2 T(0) - 1
     log_n = float(log_t[0] + math.log(2.0 - math.exp(-log_t[0])))
-    c = 1.0 / (2.0 * sigma * sigma)
+    c = _inv_two_sigma2(sigma)
     diff = (x[None, :] - x[:, None]).astype(float)
-    logw = -(diff * diff) * c - log_n
+    logw = _log_g(diff, c) - log_n
     if k == 1:
         logw[:] = 0.0
     else:

@@ -59,6 +59,9 @@ import scipy.sparse as sp
 
 from ._kernels import GaussianKernel, LaplaceKernel
 from ._validation import (
+    INT64_MAX,
+    INT64_MIN,
+    broadcast,
     check_eps_array,
     check_int,
     check_int_array,
@@ -70,7 +73,10 @@ from ._validation import (
 from .accounting import Defect
 from .errors import InfeasibleError
 
-__all__ = ["SparseChannel", "WorstPair", "check_domain", "check_window"]
+__all__ = ["SparseChannel", "WorstPair", "check_domain", "check_window", "check_entries", "MAX_ENTRIES"]
+
+#: Largest number of stored entries (inputs x row length) of a channel built from a domain.
+MAX_ENTRIES = 1 << 27
 
 _NEG_INF = -np.inf
 # Above this eps, e^eps overflows in float64: defects are then evaluated in log space.
@@ -88,16 +94,36 @@ _WINDOWS = ("extended", "clipped")
 # validation helpers shared with sparseldp.baselines
 # ---------------------------------------------------------------------------
 def check_domain(domain, name: str = "domain") -> tuple[int, int]:
-    """``domain = (a, b)``: a pair of integers with ``a <= b``."""
-    if isinstance(domain, (str, bytes)) or not hasattr(domain, "__len__"):
-        raise TypeError(f"{name} must be a pair (lo, hi) of integers with lo <= hi; got {domain!r}")
+    """``domain = (a, b)``: a pair of int64 integers with ``a <= b`` (tuple, list or 1-D array)."""
+    allowed = f"{name} must be a pair (lo, hi) of integers with lo <= hi"
+    if isinstance(domain, np.ndarray):
+        if domain.ndim != 1:
+            raise ValueError(f"{allowed}; got an array of shape {domain.shape}")
+        domain = tuple(domain.tolist()) if domain.dtype.kind in "iu" else tuple(domain)
+    if not isinstance(domain, (tuple, list)):
+        raise TypeError(f"{allowed}; got {type(domain).__name__} {domain!r}"[:300])
     if len(domain) != 2:
-        raise ValueError(f"{name} must be a pair (lo, hi) of integers with lo <= hi; got {domain!r}")
-    lo = check_int(domain[0], f"{name} lo")
-    hi = check_int(domain[1], f"{name} hi")
+        raise ValueError(f"{allowed}; got {domain!r}"[:300])
+    lo = check_int(domain[0], f"{name} lo", minimum=INT64_MIN, maximum=INT64_MAX)
+    hi = check_int(domain[1], f"{name} hi", minimum=INT64_MIN, maximum=INT64_MAX)
     if hi < lo:
-        raise ValueError(f"{name} must be a pair (lo, hi) of integers with lo <= hi; got ({lo}, {hi})")
+        raise ValueError(f"{allowed}; got ({lo}, {hi})")
     return lo, hi
+
+
+def check_entries(n_rows: int, row_len: int, what: str) -> None:
+    """Refuse a channel whose stored entries would exceed :data:`MAX_ENTRIES`.
+
+    Every entry costs its probability, its logarithm and its column index (and
+    temporaries while building): beyond ``2^27`` entries (several GB) the
+    request cannot be served, and a clear error beats an out-of-memory kill.
+    """
+    total = int(n_rows) * int(row_len)
+    if total > MAX_ENTRIES:
+        raise ValueError(
+            f"{what}: the channel would store {n_rows} x {row_len} = {total} entries, more than the "
+            f"2^27 = {MAX_ENTRIES} allowed; use a smaller domain (or support)"
+        )
 
 
 def check_window(window) -> str:
@@ -347,6 +373,12 @@ class SparseChannel:
     def _radius(cls, kernel, family, param, s, a, b, window):
         t = kernel.t
         n = b - a + 1
+        if window == "extended" and (a - t < INT64_MIN or b + t > INT64_MAX):
+            raise ValueError(
+                f"domain must lie in [{INT64_MIN + t}, {INT64_MAX - t}] so that the extended outputs "
+                f"lo - t .. hi + t (t = {t}) fit in int64; got ({a}, {b})"
+            )
+        check_entries(n, s if window == "extended" else min(s, n), f"domain ({a}, {b}) with s = {s}")
         x = np.arange(a, b + 1, dtype=np.int64)
         meta = {"family": family, "param": param, "s": s, "domain": (a, b), "window": window}
         if window == "extended":
@@ -520,7 +552,7 @@ class SparseChannel:
         """
         rows = self._rows_of(x)
         cols = self._cols_of(y)
-        rows, cols = np.broadcast_arrays(rows, cols)
+        cols, rows = broadcast(("y", cols), ("x", rows))
         pos, found = self._lookup(rows, cols)
         return np.where(found, self._logdata[pos], _NEG_INF)[()]
 
@@ -528,7 +560,7 @@ class SparseChannel:
         """``Q(y | x)`` by labels, broadcasting; 0 off the support or for an unknown ``y``."""
         rows = self._rows_of(x)
         cols = self._cols_of(y)
-        rows, cols = np.broadcast_arrays(rows, cols)
+        cols, rows = broadcast(("y", cols), ("x", rows))
         pos, found = self._lookup(rows, cols)
         return np.where(found, self._matrix.data[pos], 0.0)[()]
 
@@ -721,7 +753,8 @@ class SparseChannel:
             if H is None:
                 i = np.arange(n - k, dtype=np.int64)
             else:
-                ok = (xs[k:] - xs[:-k]) <= H
+                sep = xs[k:] - xs[:-k]  # negative only on int64 wrap-around: then > 2^63 apart
+                ok = (sep >= 0) & (sep <= H)
                 if not ok.any():
                     return
                 i = np.flatnonzero(ok).astype(np.int64)
@@ -764,12 +797,18 @@ def _weights_to_csr(weights):
         cols = np.asarray(coo.col, dtype=np.int64)
         shape = weights.shape
     else:
-        if isinstance(weights, (str, bytes)):
+        if weights is None or isinstance(weights, (str, bytes)):
             raise TypeError(f"weights must be a 2-D array of real numbers; got {weights!r}")
-        arr = np.asarray(weights)
+        try:
+            arr = np.asarray(weights)
+        except (TypeError, ValueError):  # ragged nested lists
+            raise TypeError(f"weights must be a 2-D array of real numbers (rows of equal length); "
+                            f"got {weights!r}"[:300]) from None
         if arr.dtype == object:
             try:
                 arr = arr.astype(float)
+            except OverflowError:
+                raise ValueError("weights must be finite and >= 0; got an integer too large for a double") from None
             except (TypeError, ValueError):
                 raise TypeError("weights must be a 2-D array of real numbers; got non-numeric entries") from None
         if np.issubdtype(arr.dtype, np.complexfloating) or not (
@@ -1259,7 +1298,7 @@ def _pure_epsilon(ch: SparseChannel, H) -> float:
     if same:
         idx = m.indices.reshape(n, K)
         same = bool((idx == idx[0]).all())
-    covers_all = H is None or H >= int(xs[-1] - xs[0])
+    covers_all = H is None or H >= int(xs[-1]) - int(xs[0])  # Python ints: no int64 wrap-around
     if same:
         L = ch._logdata.reshape(n, K)
         if covers_all:
@@ -1268,7 +1307,8 @@ def _pure_epsilon(ch: SparseChannel, H) -> float:
         best = 0.0
         max_rows = max(1, _BLOCK_ELEMS // K)
         for k in range(1, n):
-            ok = np.flatnonzero((xs[k:] - xs[:-k]) <= H)
+            sep = xs[k:] - xs[:-k]  # negative only on int64 wrap-around
+            ok = np.flatnonzero((sep >= 0) & (sep <= H))
             if ok.size == 0:
                 break
             for a in range(0, ok.size, max_rows):

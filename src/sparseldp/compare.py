@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,9 @@ from ._validation import check_int
 from .errors import InfeasibleError
 
 __all__ = ["COMPARE_FAMILIES", "Comparison", "ComparisonRow", "compare", "default_population"]
+
+# Largest simulated population: inputs and reports are held as int64 arrays (2 GiB each at the cap).
+_N_MAX = 1 << 28
 
 #: Families compared, in table order (names of :data:`sparseldp.baselines.FAMILIES`).
 COMPARE_FAMILIES = ("rr", "geometric-clamp", "geometric-fold", "discrete-gaussian", "sparse-laplace",
@@ -159,16 +163,9 @@ class Comparison:
 def _check_population(population, k: int) -> np.ndarray | None:
     if population is None:
         return None
-    try:
-        p = np.asarray(population, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"population must be an array of {k} nonnegative weights; got {population!r}"[:200]) from None
-    if p.shape != (k,):
-        raise ValueError(f"population must be an array of {k} nonnegative weights (one per domain value); "
-                         f"got shape {p.shape}")
-    if not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
-        raise ValueError("population must hold finite nonnegative weights with a positive sum")
-    return p / p.sum()
+    from .finite_design import _check_prior
+
+    return _check_prior(population, k, "population")
 
 
 def _generator(rng):
@@ -182,7 +179,9 @@ def _generator(rng):
         return np.random.default_rng(seed), True, seed
     if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
         return np.random.default_rng(rng), True, None
-    raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__}")
+    raise TypeError(
+        f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__} {rng!r}"[:300]
+    )
 
 
 def compare(*, eps, delta, H, domain, n=100_000, population=None, families=None, rng=None, objective="r2",
@@ -220,6 +219,7 @@ def compare(*, eps, delta, H, domain, n=100_000, population=None, families=None,
 
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
     n = check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1, maximum=_N_MAX)  # the simulation holds n inputs and n reports
     a, b = domain
     k = b - a + 1
     given = _check_population(population, k)
@@ -227,6 +227,9 @@ def compare(*, eps, delta, H, domain, n=100_000, population=None, families=None,
     prior = given  # None -> uniform R averages
     if families is None:
         families = COMPARE_FAMILIES
+    if isinstance(families, (str, bytes)) or not isinstance(families, Iterable):
+        raise TypeError(f"families must be an iterable of names from {list(COMPARE_FAMILIES)}; "
+                        f"got {type(families).__name__} {families!r}")
     families = tuple(families)
     for f in families:
         if f not in FAMILIES:

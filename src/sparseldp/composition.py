@@ -36,6 +36,9 @@ from ._validation import check_int, check_positive
 
 __all__ = ["to_pld", "log_pmf_pair"]
 
+# Largest support handed to dp-accounting (two dicts of s entries; the sampler's limit too).
+_MAX_S = (1 << 22) + 1
+
 
 def _dp_accounting():
     try:
@@ -67,6 +70,11 @@ def log_pmf_pair(mechanism, h=None, *, x=None, x_prime=None) -> tuple[dict, dict
         if h is None:
             raise ValueError("h (the separation |x - x'|, an integer >= 1) is required for a mechanism on Z")
         h = check_int(h, "h", minimum=1)
+        if mechanism.s > _MAX_S:
+            raise ValueError(
+                f"s must be an odd integer <= 2^22 + 1 = {_MAX_S} to build a PLD (dp-accounting takes the two "
+                f"rows as Python dicts, one entry per output); got {mechanism.s}"
+            )
         t = mechanism.t
         y0 = np.arange(-t, t + 1, dtype=np.int64)
         yh = y0 + h

@@ -143,13 +143,13 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_int, check_int_array, check_positive
+from ._validation import check_bool, check_int, check_int_array, check_positive
 
 __all__ = [
     "ConvergenceWarning",
@@ -249,7 +249,7 @@ def _chunks(reports):
         for start in range(0, arr.size, _CHUNK):
             yield arr[start : start + _CHUNK]
         return
-    if isinstance(reports, Iterable) and not isinstance(reports, (str, bytes, Mapping)):
+    if isinstance(reports, Iterable) and not isinstance(reports, (str, bytes, Mapping, Set)):
         for part in reports:
             arr = check_int_array(part, "reports").reshape(-1)
             for start in range(0, arr.size, _CHUNK):
@@ -258,6 +258,7 @@ def _chunks(reports):
     raise TypeError(
         "reports must be an integer array, an iterable of integer arrays, a ReportCounts or a "
         f"mapping value -> count; got {type(reports).__name__}"
+        + (" (a set drops repeated reports: pass a list or an array)" if isinstance(reports, Set) else "")
     )
 
 
@@ -347,7 +348,7 @@ class _Model:
         self.dense = self.nnz >= _DENSE_SHARE * self.k * self.m and self.k * self.m <= _DENSE_MAX
         self.S = S.toarray() if self.dense else S
         # offsets y - x of every stored entry (for the bias of the report)
-        self._contiguous = bool(self.m == 0 or self.outputs[-1] - self.outputs[0] + 1 == self.m)
+        self._contiguous = bool(self.m == 0 or int(self.outputs[-1]) - int(self.outputs[0]) + 1 == self.m)
 
     # -- matrices --------------------------------------------------------------
     def columns(self, idx):
@@ -923,6 +924,7 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", t
     method = _check_method(method)
     tol, max_iter = _check_tol(_DEFAULT_TOL[method] if tol is None else tol, max_iter)
     smooth = _check_smooth(smooth, method)
+    counts = check_bool(counts, "counts")
     model = _model(mechanism, domain)
     c_all = model.counts_of(reports, counts)
     return _fit(model, c_all, method, tol, max_iter, smooth)
@@ -1004,6 +1006,7 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=No
     TypeError
         Non-integer reports, an unsupported mechanism.
     """
+    return_info = check_bool(return_info, "return_info")
     est = estimate_frequencies_full(reports, mechanism, domain=domain, method=method, tol=tol,
                                     max_iter=max_iter, smooth=smooth, counts=counts)
     return est if return_info else np.array(est.p)
@@ -1107,6 +1110,7 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
 
     confidence = _check_confidence(confidence)
     tol, max_iter = _check_tol(tol, max_iter)
+    counts = check_bool(counts, "counts")
     model = _model(mechanism, domain)
     c_all = model.counts_of(reports, counts)
     n_f = float(c_all.sum())

@@ -48,6 +48,7 @@ steps (x1.15) up to ``b - a``.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,7 +59,6 @@ from .errors import InfeasibleError
 
 __all__ = ["FiniteDesign", "design_finite", "calibrate"]
 
-_FAMILIES = ("laplace", "gaussian")
 _OBJECTIVES = ("r1", "r2")
 # Parameter search ranges: beyond these ends the mechanism no longer changes in
 # double precision for distortion purposes (lam = 60: off-centre mass e^-60).
@@ -119,25 +119,40 @@ class FiniteDesign:
 # checks and helpers
 # ---------------------------------------------------------------------------
 def _check_target(eps, delta, H, domain):
-    from .channel import check_domain
+    from .channel import check_domain, check_entries
 
     eps = check_nonnegative(eps, "eps")
     delta = check_probability(delta, "delta")
     H = check_int(H, "H", minimum=1)
-    return eps, delta, H, check_domain(domain)
+    a, b = check_domain(domain)
+    # every channel on the domain stores at least one entry per input: refuse before any O(k) work
+    check_entries(b - a + 1, 1, f"domain ({a}, {b})")
+    return eps, delta, H, (a, b)
 
 
-def _check_prior(prior, k: int):
+def _check_prior(prior, k: int, name: str = "prior"):
     if prior is None:
         return np.full(k, 1.0 / k)
+    allowed = (f"{name} must be an array of {k} nonnegative weights (one per domain value), finite, "
+               "with a positive sum")
+    if isinstance(prior, (str, bytes)) or isinstance(prior, (bool, np.bool_)):
+        raise TypeError(f"{allowed}; got {prior!r}"[:200])
     try:
-        w = np.asarray(prior, dtype=float)
+        raw = np.asarray(prior)
+        if raw.dtype.kind not in "iuf" and not (raw.dtype == object and raw.size and all(
+                isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in raw.reshape(-1))):
+            raise TypeError
+        w = raw.astype(float)
     except (TypeError, ValueError):
-        raise TypeError(f"prior must be an array of {k} nonnegative weights; got {prior!r}"[:200]) from None
+        raise TypeError(f"{allowed}; got {prior!r}"[:200]) from None
     if w.shape != (k,):
-        raise ValueError(f"prior must be an array of {k} nonnegative weights (one per domain value); got shape {w.shape}")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError("prior must hold finite nonnegative weights with a positive sum")
+        raise ValueError(f"{allowed}; got shape {w.shape}")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{allowed}; got {float(w[i])!r} at index {i}")
+    if w.sum() <= 0:
+        raise ValueError(f"{allowed}; got weights summing to {float(w.sum())!r}")
     return w / w.sum()
 
 
@@ -211,9 +226,9 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
         or no ``(s, param)`` on the search grid works.
     """
     from .channel import check_window
+    from .design import _check_family
 
-    if family not in _FAMILIES:
-        raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}")
+    family = _check_family(family)
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
     window = check_window(window)
     objective = _check_objective(objective)
@@ -347,11 +362,16 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
     ``prior`` (uniform by default).
     """
     from .baselines import FAMILIES
+    from .channel import check_window
 
+    if not isinstance(family_name, str):
+        raise TypeError(f"family_name must be one of {sorted(FAMILIES)}; got {type(family_name).__name__} "
+                        f"{family_name!r}")
     if family_name not in FAMILIES:
         raise ValueError(f"family_name must be one of {sorted(FAMILIES)}; got {family_name!r}")
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
     objective = _check_objective(objective)
+    window = check_window(window)
     if family_name in ("sparse-laplace", "sparse-gaussian"):
         fam = "laplace" if family_name == "sparse-laplace" else "gaussian"
         d = design_finite(fam, eps=eps, delta=delta, H=H, domain=domain, window=window, objective=objective,

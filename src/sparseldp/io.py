@@ -91,6 +91,8 @@ _BLOCK_BYTES = 1 << 20
 _INT_LIMIT = 10**18
 #: Widest span of values :func:`column_counts` accepts without ``bounds``.
 _MAX_SPAN = 10**7
+#: Widest ``bounds`` accepted (the histogram holds one int64 per value: 512 MiB).
+_MAX_BOUNDS_SPAN = 1 << 26
 
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 _FORMATS = ("csv", "tsv", "parquet")
@@ -581,6 +583,9 @@ def _check_bounds(bounds) -> tuple[int, int] | None:
         raise TypeError(f"bounds must be None or a pair (lo, hi) of integers with lo <= hi; got {bounds!r}")
     lo = check_int(bounds[0], "bounds lo")
     hi = check_int(bounds[1], "bounds hi", minimum=lo)
+    if hi - lo + 1 > _MAX_BOUNDS_SPAN:
+        raise ValueError(f"bounds must span at most 2^26 = {_MAX_BOUNDS_SPAN} integers (one count each); "
+                         f"got ({lo}, {hi}), {hi - lo + 1} integers")
     return lo, hi
 
 

@@ -393,7 +393,7 @@ def _as_int_input(x, name: str = "x") -> np.ndarray:
             if not _INT64_MIN <= int(v) <= _INT64_MAX:
                 raise ValueError(f"{name} must be integers in [{_INT64_MIN}, {_INT64_MAX}]; got {int(v)}")
         return np.array([int(v) for v in flat], dtype=np.int64).reshape(arr.shape)
-    return check_int_array(arr, name)
+    return check_int_array(x, name)  # the original, so that [] counts as an empty integer array
 
 
 def _resolve(tab: MechanismTables, u: np.ndarray) -> np.ndarray:
@@ -572,7 +572,7 @@ class Certificate:
     """
 
     eps: float
-    H: int
+    H: int | None
     delta_star_upper: float
     delta_star_lower: float
     delta_star_ideal: float | None
@@ -951,7 +951,7 @@ def _build_channel_tables(channel) -> ChannelTables:
     sorted_inputs = inputs[order]
     if np.any(np.diff(sorted_inputs) == 0):
         raise ValueError("channel.inputs must be distinct")
-    contiguous = bool(sorted_inputs[-1] - sorted_inputs[0] == nrows - 1)
+    contiguous = bool(int(sorted_inputs[-1]) - int(sorted_inputs[0]) == nrows - 1)  # no int64 wrap-around
     steps = int(math.ceil(math.log2(int(lens.max())))) if lens.max() > 1 else 0
     cf = c.astype(np.float64)  # uint64 -> double rounds to nearest
     cf[c == 0] = 2.0**64
@@ -1085,11 +1085,12 @@ def certify_channel(channel, eps, H) -> Certificate:
     partner cannot produce) is summed exactly; overlap terms are bounded
     outward exactly as in :func:`certify`; the slack is below
     ``5.6e-16 + (row length) 2^-62``.  ``delta_star_ideal`` is
-    ``channel.delta_star(eps, H)`` when the channel provides it.
+    ``channel.delta_star(eps, H)`` when the channel provides it.  ``H=None``
+    covers every pair of inputs (as :meth:`SparseChannel.delta` does).
     """
     tab = channel_sampling_tables(channel)
     eps = check_nonnegative(eps, "eps")
-    H = check_int(H, "H", minimum=1)
+    H = None if H is None else check_int(H, "H", minimum=1)
     ell_lo, ell_hi = _exp_bounds(eps)
     ncols = int(tab.outputs.size)
     nrows = tab.indptr.size - 1
@@ -1103,13 +1104,15 @@ def certify_channel(channel, eps, H) -> Certificate:
     best, best_pair = -1, None
     avg_len = max(1, tab.counts.size // max(1, nrows))
     block = max(1, _PAIR_ENTRIES // avg_len)
-    for h in range(1, min(H, int(xs[-1] - xs[0])) + 1):
-        j = np.searchsorted(xs, xs + h)
-        jc = np.minimum(j, xs.size - 1)
-        i = np.flatnonzero(xs[jc] == xs + h)
+    # pairs by rank distance k in the sorted inputs (at most n - 1 passes, whatever the
+    # spread of the labels): separations only grow with k, so stop at the first k with
+    # no pair in range
+    for k in range(1, xs.size):
+        sep = xs[k:] - xs[:-k]  # >= 0 for sorted inputs; negative only on int64 wrap-around (huge)
+        i = np.flatnonzero((sep >= 0) & (sep <= H)) if H is not None else np.arange(xs.size - k)
         if i.size == 0:
-            continue
-        ra, rb = tab.order[i], tab.order[jc[i]]
+            break
+        ra, rb = tab.order[i], tab.order[i + k]
         r1 = np.concatenate([ra, rb])
         r2 = np.concatenate([rb, ra])
         # one representative (the first) per (class, class, column shift)

@@ -28,7 +28,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._validation import check_int, check_odd_s, check_positive
+from ._validation import (
+    INT64_MAX,
+    INT64_MIN,
+    check_int,
+    check_nonnegative,
+    check_odd_s,
+    check_positive,
+    check_probability,
+)
 from .mechanisms import SparseGaussian, SparseLaplace
 
 __all__ = ["Spec", "load_spec", "save_spec", "spec_from_mechanism"]
@@ -101,12 +109,22 @@ def save_spec(spec: Spec, path) -> None:
 
 
 def load_spec(path) -> Spec:
-    """Read and validate a spec file; ``ValueError`` naming the problem otherwise."""
+    """Read and validate a spec file; ``ValueError`` naming the problem otherwise.
+
+    The file must be UTF-8 JSON (a byte-order mark is tolerated) holding an
+    object with only the known keys (:data:`KEYS`): an unknown key, such as a
+    misspelt ``"window"``, is an error rather than silently ignored.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a path (str or os.PathLike) to a mechanism spec; got "
+                        f"{type(path).__name__} {path!r}")
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise ValueError(f"cannot read mechanism spec {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"mechanism spec {str(path)!r} is not valid JSON: it is not UTF-8 text") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -120,35 +138,63 @@ def load_spec(path) -> Spec:
 
 
 def _validate(data: dict) -> Spec:
+    from .channel import check_domain
+
     family = data.get("family")
     if family not in ("laplace", "gaussian"):
         raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}")
     pname = "lam" if family == "laplace" else "sigma"
+    allowed = {"family", pname, "s", "domain", "window", *_META}
+    unknown = sorted(str(k) for k in data if k not in allowed)
+    if unknown:
+        raise ValueError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in a "
+                         f"{family} spec; the keys are {', '.join(sorted(allowed))}")
     if pname not in data:
         raise ValueError(f"a {family} spec needs '{pname}'")
     param = check_positive(data[pname], pname)
     if "s" not in data:
         raise ValueError("spec needs 's' (odd support size >= 1)")
     s = check_odd_s(data["s"], "s")
+    mechanism = SparseLaplace(lam=param, s=s) if family == "laplace" else SparseGaussian(sigma=param, s=s)
     domain = None
     window = "extended"
     if data.get("domain") is not None:
         dom = data["domain"]
         if not (isinstance(dom, (list, tuple)) and len(dom) == 2):
             raise ValueError(f"domain must be a pair [lo, hi] of integers with lo <= hi; got {dom!r}")
-        lo = check_int(dom[0], "domain lo")
-        hi = check_int(dom[1], "domain hi", minimum=lo)
-        domain = (lo, hi)
+        domain = check_domain(tuple(dom))
         window = data.get("window", "extended")
         if window not in _WINDOWS:
             raise ValueError(f"window must be one of {_WINDOWS}; got {window!r}")
-    meta = {}
-    for key in ("eps", "delta", "H", "delta_star", "r1", "r2"):
-        if key in data:
-            val = data[key]
-            if isinstance(val, bool) or not isinstance(val, numbers.Real) or (
-                isinstance(val, float) and math.isnan(val)
-            ):
-                raise ValueError(f"{key} must be a number; got {val!r}")
-            meta[key] = val
+        t = mechanism.t
+        if window == "extended" and (domain[0] - t < INT64_MIN or domain[1] + t > INT64_MAX):
+            raise ValueError(f"domain must lie in [{INT64_MIN + t}, {INT64_MAX - t}] so that the extended "
+                             f"outputs lo - t .. hi + t fit in int64; got {list(domain)}")
+    elif "window" in data:
+        raise ValueError(f"window applies only with a domain; got window = {data['window']!r} and no domain")
+    meta = {key: _META[key](data[key], key) for key in _META if key in data}
     return Spec(family=family, param=param, s=s, domain=domain, window=window, meta=meta)
+
+
+def _number(check):
+    def run(value, key):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or (
+            isinstance(value, float) and math.isnan(value)
+        ):
+            raise ValueError(f"{key} must be a number; got {value!r}")
+        return check(value, key)
+    return run
+
+
+# Metadata a spec may carry (what ``sparseldp design -o`` writes), each with its check.
+_META = {
+    "eps": _number(lambda v, k: check_nonnegative(v, k, allow_inf=True)),
+    "delta": _number(check_probability),
+    "H": _number(lambda v, k: check_int(v, k, minimum=1)),
+    "delta_star": _number(check_probability),
+    "r1": _number(lambda v, k: check_nonnegative(v, k)),
+    "r2": _number(lambda v, k: check_nonnegative(v, k)),
+}
+
+#: Every key a spec file may hold (``lam`` for the Laplace family, ``sigma`` for the Gaussian).
+KEYS = ("family", "lam", "sigma", "s", "domain", "window", *_META)
