@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except typer.exceptions.TyperException as exc:  # usage errors (typer's bundled click)
         text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        typer.echo(f"error: {' '.join(text.split())}", err=True)
+        text = " ".join(text.split()) or "no command given; run 'sparseldp --help' for the commands"
+        typer.echo(f"error: {text}", err=True)
         return 2
     return 0
 

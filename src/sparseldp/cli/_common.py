@@ -40,6 +40,7 @@ __all__ = [
     "fmt",
     "atomic_write_bytes",
     "atomic_write_text",
+    "atomic_write_all",
     "ensure_directory",
 ]
 
@@ -166,6 +167,43 @@ def atomic_write_bytes(path, data: bytes) -> Path:
 def atomic_write_text(path, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_all(files: dict) -> None:
+    """Write several files all or nothing: every ``path -> bytes`` goes to a temporary file in
+    its target directory first, and only when all of them are written are they renamed into
+    place, so a failure to create or fill any of them (unwritable directory, disk full) leaves
+    no new file behind (``ValueError`` naming the path).  Only a failing rename itself, after
+    an earlier one succeeded, could leave that earlier file in place."""
+    import os
+    import secrets
+
+    staged = []
+    try:
+        for path, data in files.items():
+            path = Path(path)
+            parent = path.parent if str(path.parent) else Path(".")
+            if not parent.is_dir():
+                raise ValueError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
+            if path.is_dir():
+                raise ValueError(f"cannot write {str(path)!r}: it is a directory")
+            tmp = parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                staged.append((tmp, path))
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+            except OSError as exc:
+                raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    finally:
+        for tmp, _ in staged:
+            if tmp.exists():
+                tmp.unlink()
 
 
 def ensure_directory(path) -> Path:

@@ -29,7 +29,7 @@ import typer
 
 from . import app
 from ._common import Command, build_mechanism, check_family, fmt, stdout_console, to_jsonable
-from .._validation import check_int, check_nonnegative
+from .._validation import INT64_MAX, check_int, check_nonnegative
 
 __all__ = ["account", "account_rows", "FULL_TABLE_ROWS"]
 
@@ -131,6 +131,7 @@ def account(
     mechanism = build_mechanism(family, s=s, lam=lam, sigma=sigma)
     eps = check_nonnegative(eps, "eps")
     H = check_int(H, "H", minimum=1)
+    H = check_int(H, "H", minimum=1, maximum=INT64_MAX)  # every h = 1..H is listed as an int64
     delta_star = float(mechanism.delta_star(eps, H))
     if as_json:
         _write_json(mechanism, eps, H, delta_star)

@@ -33,7 +33,7 @@ import typer
 
 from . import app
 from ._common import parse_domain
-from ._common import Command, atomic_write_bytes, atomic_write_text, fmt, print_json, stdout_console
+from ._common import Command, atomic_write_all, fmt, print_json, stdout_console
 
 __all__ = ["estimate_command"]
 
@@ -116,6 +116,10 @@ def estimate_command(
     if spec.domain is not None and not (spec.domain[0] <= dom[0] and dom[1] <= spec.domain[1]):
         raise ValueError(f"--domain {dom[0]}:{dom[1]} must lie inside the spec's domain "
                          f"{spec.domain[0]}:{spec.domain[1]}")
+    if spec.domain is None:  # the channel restricted to --domain is built below: refuse a huge one now
+        from ..channel import check_entries
+
+        check_entries(dom[1] - dom[0] + 1, spec.s, f"--domain {dom[0]}:{dom[1]} with s = {spec.s}")
     target = spec.channel() if spec.domain is not None else spec.mechanism
     _check_out(output, "output")
     if plot is not None:
@@ -163,10 +167,11 @@ def estimate_command(
         summary["smooth"] = 1 if smooth is None else smooth
     if mean is not None:
         summary["mean"] = mean.to_dict()
-    # write only after everything has succeeded
-    atomic_write_text(output, "\n".join(lines) + "\n")
+    # write only after everything has succeeded, both files or neither
+    files = {output: ("\n".join(lines) + "\n").encode("utf-8")}
     if plot_bytes is not None:
-        atomic_write_bytes(plot, plot_bytes)
+        files[plot] = plot_bytes
+    atomic_write_all(files)
 
     if as_json:
         print_json(summary)
@@ -190,5 +195,8 @@ def estimate_command(
             + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
     for w in caught:
         typer.echo(f"warning: {w.message}", err=True)
-    if plot is not None:
+    if plot_bytes is not None:
         say(f"plot written to {plot}")
+    elif plot is not None:
+        typer.echo(f"warning: no plot written to {plot}: it shows the mean, which needs at least 2 reports",
+                   err=True)

@@ -79,6 +79,8 @@ def privatize_command(
 
     spec = load_spec(mechanism)  # a bad spec fails before anything is read or written
     if seed is not None:
+        if seed < 0:  # before the warning: a bad option gives exactly one line on stderr
+            raise ValueError(f"--seed must be an integer >= 0; got {seed}")
         typer.echo(SEED_WARNING, err=True)
     bar = _progress_bar()
     if bar is None:
