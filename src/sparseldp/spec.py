@@ -141,6 +141,8 @@ def _validate(data: dict) -> Spec:
     from .channel import check_domain
 
     family = data.get("family")
+    if isinstance(family, str):
+        family = family.strip().lower()  # as design() accepts "Laplace"
     if family not in ("laplace", "gaussian"):
         raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}")
     pname = "lam" if family == "laplace" else "sigma"
