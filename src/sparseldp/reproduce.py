@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._files import atomic_write, atomic_write_all, ensure_directory
 from .mechanisms import SparseGaussian, SparseLaplace
 
 __all__ = [
@@ -278,50 +277,7 @@ def write_tables(out_dir, computed: list[Table] | None = None) -> list[Path]:
 # -- files ----------------------------------------------------------------------------
 
 
-def ensure_directory(path) -> Path:
-    """Create directory ``path`` (and parents); ``ValueError`` if it cannot be one."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"output directory {str(path)!r} exists and is not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"cannot create output directory {str(path)!r}: {exc.strerror or exc}") from None
-    return path
-
-
-def atomic_write(path, data: bytes | str) -> Path:
-    """Write ``data`` (bytes, or text as UTF-8) to ``path`` via a temporary file and a rename.
-
-    The temporary file lives in the target directory, so ``os.replace`` is
-    atomic: readers see the old file or the complete new one, never a partial
-    one.  On failure the temporary file is removed and ``ValueError`` names
-    the path.
-    """
-    path = Path(path)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    directory = path.parent
-    if not directory.is_dir():
-        raise ValueError(f"cannot write {str(path)!r}: directory {str(directory)!r} does not exist")
-    if path.is_dir():
-        raise ValueError(f"cannot write {str(path)!r}: it is a directory")
-    # os.open with mode 0o666 honours the umask (tempfile.mkstemp would force 0o600)
-    tmp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
-
-
 def write_files(out_dir, files: dict[str, bytes | str]) -> list[Path]:
     """Create ``out_dir`` and write each ``name -> contents`` atomically; returns the paths."""
     out = ensure_directory(out_dir)
-    return [atomic_write(out / name, data) for name, data in files.items()]
+    return atomic_write_all({out / name: data for name, data in files.items()})  # all or nothing

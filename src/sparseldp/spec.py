@@ -97,15 +97,10 @@ def spec_from_mechanism(mechanism, *, domain=None, window="extended", **meta) ->
 
 
 def save_spec(spec: Spec, path) -> None:
-    """Write ``spec`` as JSON atomically (temporary file, then rename)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(spec.to_dict(), indent=2) + "\n")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write ``spec`` as JSON atomically (temporary file, then rename); ``ValueError`` naming the path."""
+    from ._files import atomic_write
+
+    atomic_write(path, json.dumps(spec.to_dict(), indent=2) + "\n")
 
 
 def load_spec(path) -> Spec:

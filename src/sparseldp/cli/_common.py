@@ -26,6 +26,7 @@ import numpy as np
 from typer.core import TyperCommand
 from typer.exceptions import TyperException
 
+from .._files import atomic_write, atomic_write_all, ensure_directory  # noqa: F401 (re-exported)
 from .._validation import check_positive
 
 __all__ = [
@@ -157,60 +158,13 @@ def fmt(x, digits: int = 6) -> str:
 
 
 def atomic_write_bytes(path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary file in the same directory and a rename
-    (:func:`sparseldp.reproduce.atomic_write`); ``ValueError`` naming the path on failure."""
-    from ..reproduce import atomic_write
-
+    """Write ``data`` to ``path`` atomically (:func:`sparseldp._files.atomic_write`)."""
     return atomic_write(path, data)
 
 
 def atomic_write_text(path, text: str) -> Path:
     """:func:`atomic_write_bytes` for UTF-8 text."""
-    return atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_all(files: dict) -> None:
-    """Write several files all or nothing: every ``path -> bytes`` goes to a temporary file in
-    its target directory first, and only when all of them are written are they renamed into
-    place, so a failure to create or fill any of them (unwritable directory, disk full) leaves
-    no new file behind (``ValueError`` naming the path).  Only a failing rename itself, after
-    an earlier one succeeded, could leave that earlier file in place."""
-    import os
-    import secrets
-
-    staged = []
-    try:
-        for path, data in files.items():
-            path = Path(path)
-            parent = path.parent if str(path.parent) else Path(".")
-            if not parent.is_dir():
-                raise ValueError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
-            if path.is_dir():
-                raise ValueError(f"cannot write {str(path)!r}: it is a directory")
-            tmp = parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-                staged.append((tmp, path))
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-            except OSError as exc:
-                raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-        for tmp, path in staged:
-            try:
-                os.replace(tmp, path)
-            except OSError as exc:
-                raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    finally:
-        for tmp, _ in staged:
-            if tmp.exists():
-                tmp.unlink()
-
-
-def ensure_directory(path) -> Path:
-    """Create directory ``path`` (and parents); ``ValueError`` if it cannot be one."""
-    from ..reproduce import ensure_directory as _ensure
-
-    return _ensure(path)
+    return atomic_write(path, text.encode("utf-8"))
 
 
 def parse_domain(text: str, name: str = "--domain") -> tuple[int, int]:
