@@ -95,6 +95,10 @@ def main() -> int:
     figure = OUT / "estimate_vs_true.png"
     figure.write_bytes(_comparison_png(p_true, ests, title))
     console.print(f"true vs estimated histograms: {figure}")
+
+    # baselines under the same exact accountant, on a small domain (seeded simulation)
+    _run(["compare", "--eps", "1", "--delta", "1e-3", "--H", "2", "--domain", "0:30", "--seed", "2026",
+          "--plot", str(OUT / "compare.png")])
     console.print(f"[green]demo outputs in {OUT.resolve()}[/]")
     return 0
 
