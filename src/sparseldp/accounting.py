@@ -38,7 +38,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._kernels import logsubexp
-from ._validation import check_eps_array, check_int, check_int_array, check_probability
 from .errors import InfeasibleError
 
 __all__ = [

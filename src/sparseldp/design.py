@@ -291,10 +291,6 @@ def _gaussian_sigma_inf(eps, delta) -> float:
     return lo
 
 
-def _feasible(family, param, t, eps, delta, H) -> bool:
-    return _delta_star(family, param, t, eps, H) <= delta
-
-
 def _extreme_param(family, t, eps, delta, H, lo, hi, *, ngrid=24, known_feasible=None):
     """Largest feasible lam (Laplace) or smallest feasible sigma (Gaussian) at radius t.
 
@@ -382,7 +378,7 @@ def _joint(family, eps, delta, H, objective) -> Design:
             f"(searched radii up to {radii[-1]})"
         )
     # refine around the best radius found on the geometric part of the scan
-    _, p_best, t_best = best
+    t_best = best[2]
     for t in range(max(t0, t_best - 8), t_best + 9):
         p = consider(t, None)
         if p is not None:

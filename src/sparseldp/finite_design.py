@@ -47,7 +47,6 @@ steps (x1.15) up to ``b - a``.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, field
 

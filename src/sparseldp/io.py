@@ -501,7 +501,6 @@ class _ParquetBatch(_Batch):
 
     def values(self) -> np.ndarray:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         col = self.record_batch.column(self.index)
         if isinstance(col, pa.ChunkedArray):  # pragma: no cover - record batches hold arrays

@@ -193,7 +193,7 @@ def _ideal_weights(mechanism) -> list:
             a = (-c).exp()
             b = a * a
             m = a
-            for k in range(1, t + 1):
+            for _ in range(t):
                 w.append(w[-1] * m)
                 m = m * b
         else:  # pragma: no cover - guarded by the mechanism classes

@@ -32,12 +32,6 @@ for _name in COMMAND_MODULES:
             raise
 
 
-def fail(message: str) -> "typer.Exit":
-    """Print one line on stderr and return the exit to raise (status 2)."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; returns the exit status."""
     try:
