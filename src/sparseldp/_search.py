@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-__all__ = ["extreme_feasible"]
+__all__ = ["extreme_feasible", "scan_radii"]
 
 _INVPHI = (math.sqrt(5) - 1) / 2
 
@@ -79,3 +79,16 @@ def extreme_feasible(delta_of, target: float, good: float, other: float, *, know
         if abs(hi - lo) <= rtol * max(lo, hi):
             break
     return lo, delta_of(lo)
+
+
+def scan_radii(first: int, dense: int, end: int) -> list[int]:
+    """Radii to scan: every one in ``first..min(end, first + dense)``, then steps x1.15 (+1) up to ``end``.
+
+    The list is strictly increasing and ends at ``end`` (when ``end >= first``).
+    """
+    radii = list(range(first, min(end, first + dense) + 1))
+    r = float(radii[-1])
+    while r < end:
+        r = r * 1.15 + 1
+        radii.append(int(min(r, end)))
+    return radii

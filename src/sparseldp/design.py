@@ -55,7 +55,7 @@ import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_probability
 from .accounting import defect_parts
-from ._search import extreme_feasible
+from ._search import extreme_feasible, scan_radii
 from .errors import InfeasibleError
 from .mechanisms import SparseGaussian, SparseLaplace
 
@@ -345,11 +345,7 @@ def _joint(family, eps, delta, H, objective) -> Design:
         t_end = t0 + int(min(1e12, 40.0 / limit)) + 1
     else:
         t_end = t0 + int(40.0 * limit) + 1
-    radii = list(range(t0, min(t_end, t0 + 96) + 1))
-    r = float(radii[-1])
-    while r < t_end:
-        r = r * 1.15 + 1
-        radii.append(int(min(r, t_end)))
+    radii = scan_radii(t0, 96, t_end)
     best = None  # (value, param, t)
     known = None
     lo_p, hi_p = (limit * 1e-6, limit) if family == "laplace" else (limit, 10.0 * (t_end + 1) + limit)

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_probability
-from ._search import extreme_feasible
+from ._search import extreme_feasible, scan_radii
 from .errors import InfeasibleError
 
 __all__ = ["FiniteDesign", "design_finite", "calibrate"]
@@ -308,11 +308,7 @@ def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
             "checked exactly, and larger s give the same channel (the window is the whole domain)"
         )
     good, other = _param_range(family, span + 1)
-    radii = list(range(0, min(span, _DENSE_RADII - 1) + 1))
-    r = float(radii[-1])
-    while r < span:
-        r = r * 1.15 + 1
-        radii.append(int(min(r, span)))
+    radii = scan_radii(0, _DENSE_RADII - 1, span)
     best = None  # (objective, param, t)
     known = None
     for t in radii:
