@@ -75,6 +75,15 @@ def is_trivially_infeasible(*, s, H) -> bool:
     return s - 1 < H
 
 
+def _check_h_H(h, H):
+    """Validated ``(h, H)`` with ``0 <= h <= H``; ``H`` defaults to ``max(h)``."""
+    h = check_int_array(h, "h", minimum=0)
+    H = int(h.max(initial=0)) if H is None else check_int(H, "H", minimum=0)
+    if h.size and h.max() > H:
+        raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
+    return h, H
+
+
 def _leakage_only(kernel, h):
     """``C_t^{-1} sum_{j=t-h+1}^{t} w(j)``: the defect when the overlap term vanishes (Theorems 5, 11)."""
     t = kernel.t
@@ -101,10 +110,7 @@ def laplace_clean_delta(*, eps, lam, s, h, H=None):
     eps = check_nonnegative(eps, "eps")
     lam = check_positive(lam, "lam")
     s = check_odd_s(s)
-    h = check_int_array(h, "h", minimum=0)
-    H = int(h.max(initial=0)) if H is None else check_int(H, "H", minimum=0)
-    if h.size and h.max() > H:
-        raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
+    h, H = _check_h_H(h, H)
     _clean_conditions_laplace(eps, lam, s, H)
     return _leakage_only(LaplaceKernel(lam, (s - 1) // 2), h)
 
@@ -179,10 +185,7 @@ def gaussian_clean_delta(*, eps, sigma, s, h, H=None):
     eps = check_nonnegative(eps, "eps")
     sigma = check_positive(sigma, "sigma")
     s = check_odd_s(s)
-    h = check_int_array(h, "h", minimum=0)
-    H = int(h.max(initial=0)) if H is None else check_int(H, "H", minimum=0)
-    if h.size and h.max() > H:
-        raise ValueError(f"h must be <= H = {H}; got {int(h.max())}")
+    h, H = _check_h_H(h, H)
     _clean_conditions_gaussian(eps, sigma, s, H)
     return _leakage_only(GaussianKernel(sigma, (s - 1) // 2), h)
 
