@@ -30,6 +30,7 @@ import typer
 from . import app
 from ._common import Command, build_mechanism, check_family, fmt, stdout_console, to_jsonable
 from .._validation import INT64_MAX, check_int, check_nonnegative
+from ..accounting import delta_profile
 
 __all__ = ["account", "account_rows", "FULL_TABLE_ROWS"]
 
@@ -44,13 +45,6 @@ def account_rows(mechanism, eps: float, hs: np.ndarray):
     """``(delta, support_leakage, overlap)`` arrays for the separations ``hs``."""
     d = mechanism.defect(eps, np.asarray(hs, dtype=np.int64))
     return (np.atleast_1d(d.total), np.atleast_1d(d.support_leakage), np.atleast_1d(d.overlap))
-
-
-def _argmax_h(mechanism, eps: float, H: int) -> int:
-    """Smallest ``h <= H`` attaining ``delta_star`` (only ``h <= 2t + 1`` can be new maxima)."""
-    from ..accounting import delta_profile
-
-    return int(delta_profile(mechanism.kernel, eps, H)[1])
 
 
 def _write_json(mechanism, eps: float, H: int, delta_star: float) -> None:
@@ -82,11 +76,11 @@ def _shown_hs(H: int, h_max: int) -> list[int]:
     return sorted(hs)
 
 
-def _print_table(mechanism, eps: float, H: int, delta_star: float) -> None:
+def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -> None:
+    """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star``."""
     from rich.table import Table
 
     name, value = mechanism.parameter
-    h_max = _argmax_h(mechanism, eps, H)
     hs = _shown_hs(H, h_max)
     tot, leak, ov = account_rows(mechanism, eps, np.asarray(hs))
     title = (f"Sparse {mechanism.family.capitalize()} ({name} = {value:g}, s = {mechanism.s}, "
@@ -132,8 +126,9 @@ def account(
     eps = check_nonnegative(eps, "eps")
     H = check_int(H, "H", minimum=1)
     H = check_int(H, "H", minimum=1, maximum=INT64_MAX)  # every h = 1..H is listed as an int64
-    delta_star = float(mechanism.delta_star(eps, H))
     if as_json:
-        _write_json(mechanism, eps, H, delta_star)
+        _write_json(mechanism, eps, H, float(mechanism.delta_star(eps, H)))
     else:
-        _print_table(mechanism, eps, H, delta_star)
+        # one pass gives delta_star and the smallest maximizing h (only h <= 2t + 1 can be new maxima)
+        delta_star, h_max = delta_profile(mechanism.kernel, eps, H)
+        _print_table(mechanism, eps, H, float(delta_star), int(h_max))
