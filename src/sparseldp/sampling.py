@@ -778,23 +778,28 @@ def certify(mechanism, eps, H) -> Certificate:
         worst = 2 * t + 1
     else:
         upper_n, worst, lower_n = _hockey_bounds_mech(tab, ell_lo, ell_hi, H)
+    return _certificate(
+        eps, H, upper_n, lower_n, float(mechanism.delta_star(eps, H)), (0, int(worst)), tab,
+        "exact integer counts c_k/2^64; leakage summed exactly; overlap with e^eps bounded "
+        "outward (decimal exp, directed to double) and per-term double arithmetic with a proven "
+        "error bound, rounded outward to 2^-62 units and summed exactly",
+    )
+
+
+def _certificate(eps, H, upper_n, lower_n, ideal, worst, tab, method) -> Certificate:
+    """Round the exact integer bounds (units of 2^-64) outward and package them."""
     upper = min(_float_up(Fraction(upper_n, _TWO64)), 1.0)
     lower = min(_float_down(Fraction(lower_n, _TWO64)), upper)
-    ideal = float(mechanism.delta_star(eps, H))
     return Certificate(
         eps=eps,
         H=H,
         delta_star_upper=upper,
         delta_star_lower=lower,
         delta_star_ideal=ideal,
-        worst_pair=(0, int(worst)),
+        worst_pair=worst,
         max_pmf_error=tab.max_pmf_error,
         floored=tab.floored,
-        method=(
-            "exact integer counts c_k/2^64; leakage summed exactly; overlap with e^eps bounded "
-            "outward (decimal exp, directed to double) and per-term double arithmetic with a proven "
-            "error bound, rounded outward to 2^-62 units and summed exactly"
-        ),
+        method=method,
         warning=_warning(lower, upper, ideal, tab.max_pmf_error, tab.floored),
     )
 
@@ -1135,23 +1140,11 @@ def certify_channel(channel, eps, H) -> Certificate:
         r2 = np.array([best_pair[1]], dtype=np.int64)
         lower_n = int(_pair_bounds(tab, keys, ncols, r1, r2, ell_hi, upper=False)[0])
         worst = (int(tab.inputs[best_pair[0]]), int(tab.inputs[best_pair[1]]))
-    upper = min(_float_up(Fraction(upper_n, _TWO64)), 1.0)
-    lower = min(_float_down(Fraction(lower_n, _TWO64)), upper)
     ideal_fn = getattr(channel, "delta_star", None)
     ideal = float(ideal_fn(eps, H)) if callable(ideal_fn) else None
-    return Certificate(
-        eps=eps,
-        H=H,
-        delta_star_upper=upper,
-        delta_star_lower=lower,
-        delta_star_ideal=ideal,
-        worst_pair=worst,
-        max_pmf_error=tab.max_pmf_error,
-        floored=tab.floored,
-        method=(
-            "exact integer row counts c/2^64; ordered pairs with separation 1..H; leakage summed "
-            "exactly; overlap with e^eps bounded outward and per-term double arithmetic with a "
-            "proven error bound, rounded outward to 2^-62 units and summed exactly"
-        ),
-        warning=_warning(lower, upper, ideal, tab.max_pmf_error, tab.floored),
+    return _certificate(
+        eps, H, upper_n, lower_n, ideal, worst, tab,
+        "exact integer row counts c/2^64; ordered pairs with separation 1..H; leakage summed "
+        "exactly; overlap with e^eps bounded outward and per-term double arithmetic with a "
+        "proven error bound, rounded outward to 2^-62 units and summed exactly",
     )
