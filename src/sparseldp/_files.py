@@ -1,18 +1,29 @@
-"""Atomic file output shared by every writer (spec files, tables, figures, estimates).
+"""Atomic file output shared by every writer (spec files, tables, figures, estimates, privatized data).
 
 Files are written to a temporary file in the target directory and renamed
 into place, so a reader sees either the old file or the complete new one, and
 a failure leaves nothing behind.  Errors are ``ValueError`` naming the path,
 which the CLI turns into one line on stderr and exit status 2.
+
+Temporary files are named ``.<name>.sparseldp-<pid>-<random>.tmp`` beside the
+target.  A run that is killed outright (``SIGKILL``, a power cut) cannot
+remove its temporary file; the next write to the same target removes every
+such file whose process no longer exists (:func:`clean_stale`).  ``SIGINT``
+and ``SIGTERM`` unwind normally through the ``finally`` blocks here (the CLI
+turns ``SIGTERM`` into an exception for that purpose).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_all", "ensure_directory"]
+__all__ = ["atomic_write", "atomic_write_all", "ensure_directory", "open_temp", "temp_name", "clean_stale",
+           "check_output_path"]
+
+_TAG = "sparseldp"
 
 
 def ensure_directory(path) -> Path:
@@ -27,32 +38,104 @@ def ensure_directory(path) -> Path:
     return path
 
 
+def _parent(path: Path) -> Path:
+    return path.parent if str(path.parent) else Path(".")
+
+
+def check_output_path(path, what: str = "output") -> Path:
+    """Refuse, before any work, an output whose directory is missing or which is a directory."""
+    path = Path(path)
+    parent = _parent(path)
+    if not parent.is_dir():
+        raise ValueError(f"cannot write {what} {str(path)!r}: directory {str(parent)!r} does not exist")
+    if path.is_dir():
+        raise ValueError(f"cannot write {what} {str(path)!r}: it is a directory")
+    return path
+
+
+def temp_name(path) -> Path:
+    """A fresh temporary path beside ``path``: ``.<name>.sparseldp-<pid>-<random>.tmp``."""
+    path = Path(path)
+    return _parent(path) / f".{path.name}.{_TAG}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def clean_stale(path) -> list[Path]:
+    """Remove temporary files of ``path`` left by runs whose process is gone; return them.
+
+    Only files named by :func:`temp_name` for this very target are considered,
+    and only when the process id in the name no longer exists, so a run in
+    progress (in this or another process) is never disturbed.
+    """
+    path = Path(path)
+    parent = _parent(path)
+    pattern = re.compile(re.escape(f".{path.name}.{_TAG}-") + r"(\d+)-[0-9a-f]{8}\.tmp\Z")
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None or _pid_alive(int(m.group(1))):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:  # pragma: no cover - raced with another cleaner, or not ours to remove
+            pass
+    return removed
+
+
+def open_temp(path) -> tuple[int, Path]:
+    """Create the temporary file for ``path`` (``O_EXCL``, mode ``0o666`` less the umask).
+
+    Stale temporary files of the same target are removed first
+    (:func:`clean_stale`).  Returns ``(fd, temp_path)``; the caller writes,
+    then ``os.replace(temp_path, path)``, and unlinks ``temp_path`` in a
+    ``finally`` block if it still exists.
+    """
+    path = Path(path)
+    clean_stale(path)
+    tmp = temp_name(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    return fd, tmp
+
+
 def atomic_write_all(files: dict) -> list[Path]:
     """Write several ``path -> bytes | str`` files all or nothing.
 
     Every file goes to a temporary file in its target directory first; only
     when all are written are they renamed into place, so a failure to create or
-    fill any of them (missing or unwritable directory, disk full) leaves no new
-    file behind.  Only a failing rename, after an earlier one succeeded, could
-    leave that earlier file in place.  Text is written as UTF-8.
+    fill any of them (missing or unwritable directory, disk full, an
+    interruption) leaves no new file behind.  Only a failing rename, after an
+    earlier one succeeded, could leave that earlier file in place.  Text is
+    written as UTF-8.
     """
     staged = []
     done = []
     try:
         for path, data in files.items():
-            path = Path(path)
+            path = check_output_path(path, "output")
             if isinstance(data, str):
                 data = data.encode("utf-8")
-            parent = path.parent if str(path.parent) else Path(".")
-            if not parent.is_dir():
-                raise ValueError(f"cannot write {str(path)!r}: directory {str(parent)!r} does not exist")
-            if path.is_dir():
-                raise ValueError(f"cannot write {str(path)!r}: it is a directory")
-            # os.open with mode 0o666 honours the umask (tempfile.mkstemp would force 0o600)
-            tmp = parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            fd, tmp = open_temp(path)
+            staged.append((tmp, path))
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-                staged.append((tmp, path))
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
             except OSError as exc:
