@@ -403,6 +403,204 @@ def test_mean_bad_inputs():
         estimate_mean([1, 2], m, domain=(0, 3), confidence="0.9")
 
 
+
+# ---------------------------------------------------------------------------
+# means: the standard error is finite, positive and conservative on every path
+# ---------------------------------------------------------------------------
+# The reported case: ages 0..99 on a clipped channel over 0..120.  EM leaves the
+# empty end 100..120 at probabilities of 1e-160 or exactly 0; the Fisher
+# information then held 1/q of 1e160 (or 1/0), and the standard error came out
+# nan (or, for other data, silently 250 times too small).
+REPRO_SPEC = {"family": "laplace", "lam": 0.5, "s": 7, "domain": [0, 120], "window": "clipped"}
+REPRO_N = 20_000
+REPRO_SE = math.sqrt((100**2 - 1) / 12 / REPRO_N)  # sd of uniform 0..99 over sqrt(n); the noise adds ~0.2%
+
+
+def _repro_channel():
+    return SparseChannel.laplace(lam=0.5, s=7, domain=(0, 120), window="clipped")
+
+
+def test_mean_stderr_finite_when_the_estimate_leaves_an_empty_tail(tmp_path):
+    """The report as filed: `sparseldp privatize --seed 9`, then estimate_mean.
+
+    The CLI samples through sparseldp.io.privatize_file from Spec.sampler_target()
+    (the clipped channel) with rng=9 turned into one bit source: the same stream
+    as channel.sample(x, rng=9), checked here, so both routes give these reports.
+    """
+    import json
+
+    from sparseldp.io import privatize_file
+
+    x = np.random.default_rng(0).integers(0, 100, REPRO_N)
+    spec = tmp_path / "mech.json"
+    spec.write_text(json.dumps(REPRO_SPEC))
+    src, dst = tmp_path / "ages.csv", tmp_path / "private.csv"
+    src.write_text("age\n" + "\n".join(map(str, x)) + "\n")
+    privatize_file(src, dst, mechanism=str(spec), column="age", rng=9)
+    y = np.loadtxt(dst, skiprows=1, dtype=np.int64)
+    ch = _repro_channel()
+    assert np.array_equal(y, ch.sample(x, rng=9))
+    est = estimate_mean(y, ch, domain=(0, 120))
+    assert est.method == "em-fisher"
+    assert math.isfinite(est.stderr) and est.stderr == pytest.approx(REPRO_SE, rel=0.05)
+    assert est.ci[0] < 49.5 < est.ci[1] and est.ci[1] - est.ci[0] < 1.0
+
+
+def test_mean_stderr_not_silently_tiny_when_the_tail_is_exactly_zero():
+    """Same channel, inputs 0..99 in turn: EM sets the tail to exact zeros and the old
+    solve returned 0.0008 instead of 0.2 (no nan to warn anybody)."""
+    ch = _repro_channel()
+    est = estimate_mean(ch.sample(np.arange(REPRO_N) % 100, rng=9), ch)
+    assert est.method == "em-fisher" and est.stderr == pytest.approx(REPRO_SE, rel=0.05)
+
+
+def test_mean_ci_coverage_on_the_reported_case():
+    """40 replications of the reported case (fresh ages and noise each time): the
+    95% interval must cover the true mean 49.5 at least 34 times.  Were the true
+    coverage 0.95, a false failure (7 or more misses of Binomial(40, 0.05)) has
+    probability 0.0034; measured over 300 replications: 285 hits (0.950), mean
+    standard error 0.2044 against a spread of the estimates of 0.2024."""
+    ch = _repro_channel()
+    rng = np.random.default_rng(2024)
+    hits, ses = 0, []
+    for _ in range(40):
+        est = estimate_mean(ch.sample(rng.integers(0, 100, REPRO_N), rng=rng), ch)
+        hits += est.ci[0] <= 49.5 <= est.ci[1]
+        ses.append(est.stderr)
+    assert hits >= 34
+    assert np.all(np.isfinite(ses)) and np.mean(ses) == pytest.approx(REPRO_SE, rel=0.05)
+
+
+def _gapped_underflow_channel():
+    """Clipped window on 0..3 whose distance-2 entries (log weight -2000) underflow to 0."""
+    import scipy.sparse as sp
+
+    rows, cols, logw = [], [], []
+    for x in range(4):
+        for y in range(max(0, x - 2), min(3, x + 2) + 1):
+            rows.append(x)
+            cols.append(y)
+            logw.append(-2000.0 if abs(x - y) == 2 else -float(abs(x - y)))
+    return SparseChannel.from_log_weights(sp.coo_array((logw, (rows, cols)), shape=(4, 4)))
+
+
+BIG = 10**15
+# (id, mechanism, domain, reports, expected method)
+MEAN_EDGE_CASES = [
+    ("all-at-lower-edge", _repro_channel(), (0, 120), [0] * 50, "em-fisher"),
+    ("all-at-upper-edge", _repro_channel(), (0, 120), [120] * 50, "em-fisher"),
+    ("two-reports-far-apart", _repro_channel(), (0, 120), [0, 120], "em-fisher"),
+    ("identical-interior", _repro_channel(), (0, 120), [60] * 1000, "em-fisher"),
+    ("identical-on-Z", SparseLaplace(lam=1.0, s=3), (0, 5), [3, 3, 3], "report-mean"),
+    ("noiseless-identical", SparseLaplace(lam=1.0, s=1), (0, 5), [3, 3, 3], "report-mean"),
+    ("huge-lam-Z", SparseLaplace(lam=1e6, s=3), (0, 5), [3, 3, 4], "report-mean"),
+    ("tiny-lam-clipped", SparseChannel.laplace(lam=1e-12, s=3, domain=(0, 5), window="clipped"), (0, 5),
+     [3, 3, 4, 0], "em-fisher"),
+    ("tiny-sigma-clipped", SparseChannel.gaussian(sigma=0.01, s=5, domain=(0, 5), window="clipped"), (0, 5),
+     [3, 3, 4, 0], "report-mean"),
+    ("box-kernel-clipped", SparseChannel.gaussian(sigma=1e8, s=21, domain=(0, 49), window="clipped"), (0, 49),
+     np.arange(2000) % 50, "em-fisher"),
+    ("underflowing-entries", _gapped_underflow_channel(), (0, 3), [0, 0, 3, 1, 2, 2], "em-fisher"),
+    ("huge-values-Z", SparseLaplace(lam=1.0, s=3), (BIG, BIG + 2), BIG + np.array([0, 1, 2, 3]), "report-mean"),
+    ("huge-values-clipped", SparseChannel.laplace(lam=1.0, s=3, domain=(BIG, BIG + 2), window="clipped"),
+     (BIG, BIG + 2), BIG + np.array([0, 1, 2, 2]), "em-fisher"),
+    ("rr-uninformative", randomized_response(eps=1e-9, domain=(0, 5)), (0, 5), [0, 1, 2, 3, 4, 5] * 10,
+     "em-range-bound"),
+    ("identical-rows", SparseChannel(np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])), (0, 2),
+     [0, 1, 2, 1, 1], "em-range-bound"),
+    ("one-value-Z", SparseLaplace(lam=1.0, s=3), (5, 5), [4, 6, 6, 4, 5], "one-value-domain"),
+    ("one-value-clipped", SparseChannel.laplace(lam=1.0, s=3, domain=(5, 5), window="clipped"), (5, 5), [5, 5],
+     "one-value-domain"),
+]
+
+
+@pytest.mark.parametrize("case", MEAN_EDGE_CASES, ids=[c[0] for c in MEAN_EDGE_CASES])
+def test_mean_stderr_finite_positive_and_bounded(case):
+    _, mech, (lo, hi), reports, method = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = estimate_mean(reports, mech, domain=(lo, hi))
+    assert est.method == method
+    assert math.isfinite(float(est)) and math.isfinite(est.stderr)
+    assert lo <= est.ci[0] <= est.ci[1] <= hi
+    if method == "one-value-domain":
+        assert float(est) == lo and est.stderr == 0.0 and est.ci == (lo, lo)
+        return
+    assert est.stderr > 0.0
+    if method.startswith("em"):
+        # the estimate lies in [lo, hi], so (hi - lo)/2 bounds its standard deviation (Popoviciu)
+        assert est.stderr <= (hi - lo) / 2
+    if method == "em-range-bound":
+        assert est.stderr == (hi - lo) / 2 and est.ci == (lo, hi)
+
+
+def test_mean_stderr_floors_on_degenerate_samples():
+    # noise floor: a constant sample on Z still has at least the noise variance
+    m = SparseLaplace(lam=1.0, s=3)
+    noise = 2 * math.exp(-1.0) / (1 + 2 * math.exp(-1.0))  # Var(Y | x) of the 3-point window
+    n = 5000
+    est = estimate_mean([3] * n, m, domain=(0, 5))
+    assert est.stderr >= math.sqrt(noise / n) * (1 - 1e-12)
+    # no noise at all: the rule-of-three bound r (1 - r) w^2 with r = min(3/n, 1/2), w = 5
+    est = estimate_mean([3] * 60, SparseLaplace(lam=1.0, s=1), domain=(0, 5))
+    assert est.stderr == pytest.approx(math.sqrt(0.05 * 0.95 * 25 / 60), rel=1e-12)
+
+
+def test_mean_ci_never_inverted_when_the_report_mean_leaves_the_domain():
+    # 1000 reports at -1, 10 at 0 (both possible from x = 0 with t = 1): the report
+    # mean -0.99 is unbiased but outside [0, 5], and its interval misses the domain
+    est = estimate_mean({-1: 1000, 0: 10}, SparseLaplace(lam=1.0, s=3), domain=(0, 5), counts=True)
+    assert float(est) < 0 and math.isfinite(est.stderr)
+    assert est.ci == (0.0, 0.0)
+
+
+def test_mean_fisher_floor_does_not_move_a_well_posed_figure():
+    """Interior estimate (all q well above the floor): the floored figure is the plain
+    delta method sqrt(u^T I^{-1} u / n), computed here densely and independently."""
+    from sparseldp.estimation import _fisher_stderr, _model
+
+    ch = SparseChannel.laplace(lam=0.7, s=5, domain=(0, 9), window="clipped")
+    p = np.array([5, 3, 2, 1, 1, 1, 1, 2, 3, 5], float)
+    p /= p.sum()
+    x = np.arange(10.0)
+    u = x - p @ x
+    Q = ch.matrix.toarray()
+    q = Q.T @ p
+    exact = math.sqrt(u @ np.linalg.solve((Q / q) @ Q.T, u) / 1000)
+    assert _fisher_stderr(_model(ch, None), p, u, 1000.0) == pytest.approx(exact, rel=1e-9)
+    # and it is never below what observing the inputs themselves would give
+    assert exact >= math.sqrt(p @ u**2 / 1000)
+
+
+def test_mean_estimate_refuses_nan_and_inverted_intervals():
+    for bad in (math.nan, math.inf, -0.1):
+        with pytest.raises(ValueError, match="stderr must be a finite number >= 0"):
+            MeanEstimate(1.0, stderr=bad, ci=(0.0, 2.0), confidence=0.95, method="em-fisher", n=5)
+    for ci in ((2.0, 0.0), (math.nan, 1.0), (0.0, math.inf)):
+        with pytest.raises(ValueError, match="ci must be a finite interval"):
+            MeanEstimate(1.0, stderr=0.1, ci=ci, confidence=0.95, method="em-fisher", n=5)
+
+
+FREQ_EDGE_CASES = [
+    ("all-at-lower-edge", _repro_channel(), None, [0] * 50),
+    ("huge-lam-Z", SparseLaplace(lam=1e6, s=3), (0, 5), [3, 3, 4]),
+    ("box-kernel", SparseChannel.gaussian(sigma=1e8, s=5, domain=(0, 5), window="clipped"), None, [3, 3, 4, 0]),
+    ("rr-uninformative", randomized_response(eps=1e-9, domain=(0, 5)), None, [0, 1, 2]),
+    ("underflowing-entries", _gapped_underflow_channel(), None, [0, 0, 3, 1, 2, 2]),
+    ("huge-values", SparseLaplace(lam=1.0, s=3), (BIG, BIG + 2), BIG + np.array([0, 1, 2, 3])),
+]
+
+
+@pytest.mark.parametrize("method", ["em", "ems", "inversion"])
+@pytest.mark.parametrize("case", FREQ_EDGE_CASES, ids=[c[0] for c in FREQ_EDGE_CASES])
+def test_frequencies_finite_on_edge_cases(case, method):
+    _, mech, domain, reports = case
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = estimate_frequencies(reports, mech, domain=domain, method=method, return_info=True)
+    assert np.all(np.isfinite(est.p)) and np.all(est.p >= 0) and est.p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert math.isfinite(est.mean)
+
 # ---------------------------------------------------------------------------
 # EMS: EM with smoothing
 # ---------------------------------------------------------------------------
