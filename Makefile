@@ -1,25 +1,37 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 
 .PHONY: venv demo test bench clean
 
-$(STAMP): pyproject.toml
+# One stamp per extra: `make demo` installs the command-line extra, `make test`
+# the test extra (which includes it), `make bench` the bench extra (adds opendp).
+$(VENV)/.created:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	touch $@
+
+$(VENV)/.cli: pyproject.toml $(VENV)/.created
+	$(BIN)/pip install -q -e ".[cli]"
+	touch $@
+
+$(VENV)/.test: pyproject.toml $(VENV)/.created
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@ $(VENV)/.cli
+
+$(VENV)/.bench: pyproject.toml $(VENV)/.created
 	$(BIN)/pip install -q -e ".[bench]"
-	touch $(STAMP)
+	touch $@ $(VENV)/.test $(VENV)/.cli
 
-venv: $(STAMP)
+venv: $(VENV)/.test
 
-demo: $(STAMP)
+demo: $(VENV)/.cli
 	$(BIN)/python -m sparseldp.demo
 
-test: $(STAMP)
+test: $(VENV)/.test
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/run.py
 
 clean:

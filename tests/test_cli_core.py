@@ -14,8 +14,8 @@ from sparseldp.cli import main
 from sparseldp.design import design, smallest_support
 from sparseldp.spec import load_spec
 
-ACCOUNT_KEYS = {"laplace": ["family", "lam", "s", "eps", "H", "delta_star", "per_h", "r1", "r2"],
-                "gaussian": ["family", "sigma", "s", "eps", "H", "delta_star", "per_h", "r1", "r2"]}
+ACCOUNT_KEYS = {"laplace": ["family", "lam", "s", "eps", "H", "delta_star", "per_h", "r1", "r2", "guarantee"],
+                "gaussian": ["family", "sigma", "s", "eps", "H", "delta_star", "per_h", "r1", "r2", "guarantee"]}
 DESIGN_KEYS = {"laplace": ["family", "lam", "s", "eps", "delta", "H", "delta_star", "r1", "r2"],
                "gaussian": ["family", "sigma", "s", "eps", "delta", "H", "delta_star", "r1", "r2"]}
 

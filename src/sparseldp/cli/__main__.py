@@ -1,3 +1,5 @@
-from . import _entry
+"""``python -m sparseldp.cli``: the command line (same as the ``sparseldp`` script)."""
 
-_entry()
+from .._entry import main
+
+main()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,14 @@ from .._files import atomic_write, atomic_write_all, ensure_directory  # noqa: F
 from .._validation import check_positive
 
 __all__ = [
+    "MAX_H_ACCOUNT",
+    "MAX_H_DESIGN",
+    "STDIO",
+    "check_distinct_paths",
+    "check_output",
+    "is_stdio",
+    "guarantee_text",
+    "warn",
     "FAMILIES",
     "Command",
     "check_family",
@@ -46,6 +55,70 @@ __all__ = [
 ]
 
 FAMILIES = ("laplace", "gaussian")
+
+#: Largest privacy range ``account`` lists (every h = 1..H is a row of its output).
+MAX_H_ACCOUNT = 1_000_000
+#: Largest privacy range ``design`` searches (each candidate costs O(H); the support is >= 2H + 1).
+MAX_H_DESIGN = 10_000
+#: The path that means standard input / standard output.
+STDIO = "-"
+
+
+def is_stdio(path) -> bool:
+    """True for ``-`` (standard input or output)."""
+    return path is not None and str(path) == STDIO
+
+
+def warn(text: str) -> None:
+    """One ``warning:`` line on stderr."""
+    sys.stderr.write("warning: " + " ".join(str(text).split()) + "\n")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if os.path.abspath(a) == os.path.abspath(b) or os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:  # pragma: no cover
+        return False
+
+
+def check_distinct_paths(reads: dict, writes: dict) -> None:
+    """Refuse an output that is one of the command's inputs or another of its outputs.
+
+    ``reads`` and ``writes`` map a label (``"--mechanism"``, ``"-o"``) to a
+    path or ``None``; ``-`` (standard input/output) is never a file.  Checked
+    before any work, through links (``os.path.samefile``).
+    """
+    reads = {k: Path(v) for k, v in reads.items() if v is not None and not is_stdio(v)}
+    writes = {k: Path(v) for k, v in writes.items() if v is not None and not is_stdio(v)}
+    for wlabel, wpath in writes.items():
+        for rlabel, rpath in reads.items():
+            if _same_file(wpath, rpath):
+                raise ValueError(f"{wlabel} {str(wpath)!r} is the file read by {rlabel}; refusing to overwrite "
+                                 "an input: write the output elsewhere")
+    labels = list(writes)
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if _same_file(writes[a], writes[b]):
+                raise ValueError(f"{a} and {b} name the same file {str(writes[a])!r}; give each output its own path")
+
+
+def check_output(path, what: str = "output") -> None:
+    """An output file that can be written: its directory exists and it is not a directory (``-`` passes)."""
+    if path is None or is_stdio(path):
+        return
+    from .._files import check_output_path
+
+    check_output_path(path, what)
+
+
+def guarantee_text(g) -> str:
+    """The guarantee in words, saying what it bounds."""
+    if g is None:
+        return "no guarantee recorded in the spec"
+    src = "the realized sampler, certified" if g.source == "sampler" else "the mechanism, recomputed"
+    return f"{g.describe()} ({src}; delta is a rigorous upper bound)"
 _PARAM = {"laplace": "lam", "gaussian": "sigma"}
 
 
@@ -58,13 +131,58 @@ class Command(TyperCommand):
     parameter, which :func:`sparseldp.cli.main` implements for ``ValueError``;
     converting here keeps that contract independent of the click version.
     ``--help`` (an ``Exit``, not a usage error) passes through untouched.
+
+    An option that takes one value and is given twice (``--eps 1 --eps 2``,
+    ``-o a -o b``) is an error: click would silently keep the last one, and a
+    user who repeats an option expects both to count.  Options that accept
+    several values (``-c a -c b``) declare it and are exempt.
     """
 
     def parse_args(self, ctx, args):
+        _refuse_repeats(self, args)
         try:
             return super().parse_args(ctx, args)
         except TyperException as exc:  # click's UsageError / BadParameter / MissingParameter
             raise ValueError(" ".join(exc.format_message().split())) from None
+
+
+def _refuse_repeats(command, args) -> None:
+    """``ValueError`` naming an option given more than once (options declared ``multiple`` excepted)."""
+    by_name = {}  # option string -> (param, takes_value)
+    for param in command.params:
+        opts = list(getattr(param, "opts", ())) + list(getattr(param, "secondary_opts", ()))
+        if getattr(param, "param_type_name", "") != "option":
+            continue
+        takes_value = not getattr(param, "is_flag", False) and not getattr(param, "count", False)
+        for opt in opts:
+            by_name[opt] = (param, takes_value)
+    seen: dict[str, str] = {}
+    i = 0
+    args = list(args)
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-":
+            continue
+        if token.startswith("--"):
+            name, attached = (token.split("=", 1)[0], "=" in token)
+        else:
+            name, attached = token[:2], len(token) > 2
+        entry = by_name.get(name)
+        if entry is None:
+            continue  # unknown options are click's to report
+        param, takes_value = entry
+        if takes_value and not attached:
+            i += 1  # the next token is this option's value, whatever it looks like ("-o -", "--eps -1")
+        if getattr(param, "multiple", False) or not takes_value:
+            continue  # a repeated flag (--json --json) means what it says
+        if param.name in seen:
+            first = seen[param.name]
+            same = first if first == name else f"{first} / {name}"
+            raise ValueError(f"option {same} is given more than once; give it once")
+        seen[param.name] = name
 
 
 # -- families and parameters -----------------------------------------------------

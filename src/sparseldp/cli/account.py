@@ -9,7 +9,13 @@ moments ``R1``, ``R2`` (Propositions 1 and 3).
 ``--json`` prints exactly::
 
     {"family", "lam" | "sigma", "s", "eps", "H", "delta_star",
-     "per_h": [{"h", "delta", "support_leakage", "overlap"}, ...], "r1", "r2"}
+     "per_h": [{"h", "delta", "support_leakage", "overlap"}, ...], "r1", "r2", "guarantee"}
+
+``--mechanism spec.json`` accounts the spec's mechanism (the channel on its
+domain when it has one) at its recorded ``eps`` and ``H`` unless ``--eps`` /
+``--H`` are given; a spec whose recorded claims do not hold is refused.
+``H`` is at most :data:`~sparseldp.cli._common.MAX_H_ACCOUNT` (every ``h``
+is a row of the JSON output).
 
 with every ``h = 1..H`` listed (rows are generated in chunks, so memory stays
 bounded even for a huge ``H``; for ``h > 2t`` the windows are disjoint and the
@@ -28,8 +34,11 @@ import numpy as np
 import typer
 
 from . import app
-from ._common import Command, build_mechanism, check_family, fmt, stdout_console, to_jsonable
-from .._validation import INT64_MAX, check_int, check_nonnegative
+from pathlib import Path
+
+from ._common import MAX_H_ACCOUNT, Command, build_mechanism, check_family, fmt, print_json, stdout_console, \
+    to_jsonable
+from .._validation import check_int, check_nonnegative
 from ..accounting import delta_profile
 
 __all__ = ["account", "account_rows", "FULL_TABLE_ROWS"]
@@ -47,11 +56,12 @@ def account_rows(mechanism, eps: float, hs: np.ndarray):
     return (np.atleast_1d(d.total), np.atleast_1d(d.support_leakage), np.atleast_1d(d.overlap))
 
 
-def _write_json(mechanism, eps: float, H: int, delta_star: float) -> None:
+def _write_json(mechanism, eps: float, H: int, delta_star: float, spec=None) -> None:
     name, value = mechanism.parameter
     head = {"family": mechanism.family, name: value, "s": mechanism.s, "eps": eps, "H": H,
             "delta_star": delta_star}
-    tail = {"r1": mechanism.r1, "r2": mechanism.r2}
+    tail = {"r1": mechanism.r1, "r2": mechanism.r2,
+            "guarantee": {"eps": eps, "delta": delta_star, "H": H, "source": "mechanism", "reports": 1}}
     out = sys.stdout
     # the document is streamed so that per_h for a huge H never sits in memory at once
     out.write(json.dumps(to_jsonable(head), allow_nan=False)[:-1] + ', "per_h": [')
@@ -76,7 +86,7 @@ def _shown_hs(H: int, h_max: int) -> list[int]:
     return sorted(hs)
 
 
-def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -> None:
+def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, spec=None) -> None:
     """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star``."""
     from rich.table import Table
 
@@ -108,27 +118,96 @@ def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -
     console.print(f"delta_star = {fmt(delta_star, 10)}  (max over 1 <= h <= {H}, attained at h = {h_max} *)")
     console.print(f"R1 = E|Y - x|     = {fmt(mechanism.r1, 10)}")
     console.print(f"R2 = E(Y - x)^2   = {fmt(mechanism.r2, 10)}")
+    console.print(f"guarantee: (eps = {eps:g}, delta <= {delta_star:.4g})-LDP for inputs up to H = {H} apart "
+                  "(delta_star is a rigorous upper bound)", soft_wrap=True)
+
+
+def _account_spec(path, eps, H, as_json: bool) -> None:
+    """``account --mechanism spec.json``: the spec's guarantee, recomputed (and its claims checked on load)."""
+    from ..spec import load_spec
+
+    spec = load_spec(path)
+    g = spec.guarantee
+    if eps is None:
+        if g is None:
+            raise ValueError("--eps is required: the spec records no target eps")
+        eps = g.eps
+    if H is None:
+        if g is None:
+            raise ValueError("--H is required: the spec records no privacy range H")
+        H = g.H
+    eps = check_nonnegative(eps, "eps")
+    H = check_int(H, "H", minimum=1, maximum=MAX_H_ACCOUNT)
+    if spec.domain is None:
+        if as_json:
+            _write_json(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)), spec=spec)
+        else:
+            delta_star, h_max = delta_profile(spec.mechanism.kernel, eps, H)
+            _print_table(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)), int(h_max), spec=spec)
+        return
+    ch = spec.channel()
+    worst = ch.delta_with_argmax(eps, H)
+    upper = _upper(ch, eps, H)
+    out = {**spec.to_dict(), "eps": eps, "H": H, "delta_star": upper, "worst_pair": None if worst.x is None else [int(worst.x), int(worst.x_prime)],
+           "support_leakage": float(worst.support_leakage), "overlap": float(worst.overlap),
+           "r1": float(np.mean(ch.distortion(1))), "r2": float(np.mean(ch.distortion(2))),
+           "guarantee": {"eps": eps, "delta": upper, "H": H, "source": "mechanism", "reports": 1}}
+    if as_json:
+        print_json(out)
+        return
+    console = stdout_console()
+    console.print(f"Sparse {spec.family} ({spec.param_name} = {spec.param:g}, s = {spec.s}) on the domain "
+                  f"{spec.domain[0]}..{spec.domain[1]} ({spec.window} windows), exact Theorem 2 accounting", soft_wrap=True)
+    console.print(f"delta_star = {fmt(upper, 10)}  (max over input pairs at most H = {H} apart"
+                  + ("" if worst.x is None else f", attained at (x, x') = ({int(worst.x)}, {int(worst.x_prime)}): "
+                     f"support leakage {fmt(worst.support_leakage)} + overlap {fmt(worst.overlap)}") + ")",
+                  soft_wrap=True)
+    console.print(f"R1 = E|Y - x|     = {fmt(out['r1'], 10)}  (uniform average over the domain)")
+    console.print(f"R2 = E(Y - x)^2   = {fmt(out['r2'], 10)}")
+    console.print(f"guarantee: (eps = {eps:g}, delta <= {upper:.4g})-LDP for inputs up to H = {H} apart "
+                  "(rigorous upper bound)", soft_wrap=True)
+
+
+def _upper(target, eps, H) -> float:
+    f = getattr(target, "delta_star_upper", None)
+    return float(f(eps, H) if f is not None else target.delta_star(eps, H))
 
 
 @app.command(cls=Command)
 def account(
-    family: Annotated[str, typer.Option("--family", help="Mechanism family: laplace or gaussian.")],
-    s: Annotated[int, typer.Option("--s", help="Support size (odd, >= 1).")],
-    eps: Annotated[float, typer.Option("--eps", help="Privacy parameter eps >= 0.")],
-    H: Annotated[int, typer.Option("--H", "--range", help="Privacy range: separations 1..H are protected.")],
+    family: Annotated[Optional[str], typer.Option("--family", help="Mechanism family: laplace or gaussian.",
+                                                  show_default=False)] = None,
+    s: Annotated[Optional[int], typer.Option("--s", help="Support size (odd, >= 1).", show_default=False)] = None,
+    eps: Annotated[Optional[float], typer.Option("--eps", help="Privacy parameter eps >= 0.",
+                                                 show_default=False)] = None,
+    H: Annotated[Optional[int], typer.Option(
+        "--H", "--range", help=f"Privacy range: separations 1..H are protected (H <= {MAX_H_ACCOUNT:,}).",
+        show_default=False)] = None,
     lam: Annotated[Optional[float], typer.Option("--lam", help="Laplace inverse temperature (laplace only).")] = None,
     sigma: Annotated[Optional[float], typer.Option("--sigma", help="Gaussian scale (gaussian only).")] = None,
+    mechanism: Annotated[Optional[Path], typer.Option(
+        "--mechanism", "-m", help="Account a mechanism spec (JSON) instead; its recorded claims are checked.",
+        show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (all h) instead of a table.")] = False,
 ) -> None:
     """Exact delta_h for h = 1..H with its split (support leakage + overlap), delta_star, R1, R2."""
+    if mechanism is not None:
+        given = [name for name, v in (("--family", family), ("--s", s), ("--lam", lam), ("--sigma", sigma))
+                 if v is not None]
+        if given:
+            raise ValueError(f"{given[0]} cannot be combined with --mechanism (the spec names the mechanism)")
+        _account_spec(mechanism, eps, H, as_json)
+        return
+    missing = [name for name, v in (("--family", family), ("--s", s), ("--eps", eps), ("--H", H)) if v is None]
+    if missing:
+        raise ValueError(f"missing option {missing[0]} (or give --mechanism SPEC)")
     family = check_family(family)
-    mechanism = build_mechanism(family, s=s, lam=lam, sigma=sigma)
+    mechanism_ = build_mechanism(family, s=s, lam=lam, sigma=sigma)
     eps = check_nonnegative(eps, "eps")
-    H = check_int(H, "H", minimum=1)
-    H = check_int(H, "H", minimum=1, maximum=INT64_MAX)  # every h = 1..H is listed as an int64
+    H = check_int(H, "H", minimum=1, maximum=MAX_H_ACCOUNT)
     if as_json:
-        _write_json(mechanism, eps, H, float(mechanism.delta_star(eps, H)))
+        _write_json(mechanism_, eps, H, float(_upper(mechanism_, eps, H)))
     else:
-        # one pass gives delta_star and the smallest maximizing h (only h <= 2t + 1 can be new maxima)
-        delta_star, h_max = delta_profile(mechanism.kernel, eps, H)
-        _print_table(mechanism, eps, H, float(delta_star), int(h_max))
+        # one pass gives the smallest maximizing h (only h <= 2t + 1 can be new maxima)
+        delta_star, h_max = delta_profile(mechanism_.kernel, eps, H)
+        _print_table(mechanism_, eps, H, float(_upper(mechanism_, eps, H)), int(h_max))

@@ -18,6 +18,15 @@ domain; the default) or ``extended`` (outputs ``lo - t .. hi + t``), and
 mechanism spec (:mod:`sparseldp.spec`) for ``privatize`` and ``estimate``,
 atomically.  An unreachable target exits with status 2 and the proof of
 infeasibility on stderr.
+
+Edges, each said in words: ``--delta 0`` on Z is impossible by Theorem 1
+(pure LDP forces every support to be the same set, so a sparse window that
+moves with the input cannot be pure) and is refused at once with what is
+possible instead; on a finite ``--domain`` it asks for windows that cover the
+whole domain.  ``--delta 1`` is met by every mechanism, the identity included,
+and prints a warning.  ``--window`` needs ``--domain``.  ``H`` is at most
+:data:`~sparseldp.cli._common.MAX_H_DESIGN`.  The output path is checked
+before the search starts.
 """
 
 from __future__ import annotations
@@ -28,7 +37,8 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
-from ._common import Command, check_family, family_param, fmt, print_json, stdout_console
+from ._common import MAX_H_DESIGN, Command, check_family, check_output, family_param, fmt, print_json, \
+    stdout_console, warn
 
 __all__ = ["design_command"]
 
@@ -62,11 +72,7 @@ def _save(d, output: Path, domain=None, window="extended") -> None:
 
     spec = spec_from_mechanism(d.mechanism, domain=domain, window=window, eps=d.eps, delta=d.delta, H=d.H,
                                delta_star=d.delta_star, r1=d.r1, r2=d.r2)
-    parent = output.parent if str(output.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"cannot write {str(output)!r}: directory {str(parent)!r} does not exist")
-    if output.is_dir():
-        raise ValueError(f"cannot write {str(output)!r}: it is a directory")
+    check_output(output)
     try:
         save_spec(spec, output)  # temporary file + rename
     except OSError as exc:
@@ -86,10 +92,12 @@ def design_command(
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write a mechanism spec (JSON) here.")] = None,
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Finite input domain lo:hi; accounted exactly over its pairs (Theorem 2).")] = None,
-    window: Annotated[str, typer.Option(
-        "--window", help="With --domain: clipped (outputs stay in lo..hi) or extended.")] = "clipped",
+    window: Annotated[Optional[str], typer.Option(
+        "--window", help="With --domain: clipped (outputs stay in lo..hi; the default) or extended.",
+        show_default=False)] = None,
 ) -> None:
     """Smallest support meeting (eps, delta) on range H, and the best lam/sigma when none is given."""
+    from .._validation import check_int, check_nonnegative, check_probability
     from ..design import design
 
     family = check_family(family)
@@ -97,6 +105,26 @@ def design_command(
     objective = objective.strip().lower()
     if objective not in ("r1", "r2"):
         raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
+    eps = check_nonnegative(eps, "eps")
+    delta = check_probability(delta, "delta")
+    H = check_int(H, "H", minimum=1, maximum=MAX_H_DESIGN)
+    if window is not None:
+        window = window.strip().lower()
+        if window not in ("clipped", "extended"):
+            raise ValueError(f"--window must be 'clipped' or 'extended'; got {window!r}")
+        if domain is None:
+            raise ValueError(f"--window {window} applies only with --domain lo:hi (on Z every window is the "
+                             "whole s-point window)")
+    if delta == 0.0 and domain is None:
+        raise ValueError(
+            "delta = 0 (pure LDP) is impossible for a sparse mechanism on Z: by Theorem 1 pure LDP forces every "
+            "support to be the same set, and a window that moves with the input is not; use delta > 0, or "
+            "--domain lo:hi where windows can cover the whole domain, or k-RR (`sparseldp compare`)")
+    if output is not None:
+        check_output(output)  # before the search, which can take seconds
+    if delta >= 1.0:
+        warn("delta = 1 certifies nothing: every mechanism meets it, including the identity (s = 1), which "
+             "publishes the raw value")
     dom = None
     if domain is not None:
         d, dom, window = _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, window)
@@ -127,7 +155,7 @@ def _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, wind
     from ._common import parse_domain
 
     dom = parse_domain(domain)
-    window = window.strip().lower()
+    window = window or "clipped"
     fd = design_finite(family, eps=eps, delta=delta, H=H, domain=dom, window=window, objective=objective,
                        lam=lam, sigma=sigma)
     pname = "lam" if family == "laplace" else "sigma"

@@ -9,8 +9,13 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   ``domain`` in the spec it is the mechanism on Z; with one, the spec's
   channel (extended or clipped window).  ``--domain lo:hi`` is the range of the
   true values (required unless the spec has a domain; it must lie inside it).
-* Writes ``value,frequency`` rows for ``lo..hi`` (CSV) atomically: on any
-  error nothing is written.  Prints the estimated mean with its standard error
+* Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
+  Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
+  then on stderr): on any error nothing is written.  ``-`` as the input reads
+  CSV reports from stdin.  No output may be one of the inputs, and ``-o`` and
+  ``--plot`` must differ.
+* States the guarantee of the mechanism that made the reports, recomputed
+  from the spec (a spec whose recorded guarantee does not hold is refused).  Prints the estimated mean with its standard error
   and confidence interval, and the estimator's diagnostics (converged, EM
   steps, certified log-likelihood gap) on the terminal; ``--json`` prints them
   as JSON instead.  ``--plot FILE`` draws the estimated histogram (PNG/PDF).
@@ -26,55 +31,67 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from . import app
-from ._common import parse_domain
-from ._common import Command, atomic_write_all, fmt, print_json, stdout_console
+from ._common import Command, atomic_write_all, check_distinct_paths, check_output, fmt, guarantee_text, \
+    is_stdio, parse_domain, print_json, stdout_console
+
+#: Largest --max-iter.
+MAX_ITER = 10_000_000
 
 __all__ = ["estimate_command"]
 
 
 def _check_out(path: Path, what: str) -> None:
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"cannot write {what} {str(path)!r}: directory {str(parent)!r} does not exist")
-    if path.is_dir():
-        raise ValueError(f"cannot write {what} {str(path)!r}: it is a directory")
+    """Kept for the other commands that import it: the output's directory exists and it is not a directory."""
+    check_output(path, what)
 
 
-def _plot_bytes(values, p, mean, title: str, fmt_: str) -> bytes:
-    import io
+#: Output formats of the estimate table, by extension.
+_TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.0, 4.2), layout="constrained")
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.bar(values, p, width=1.0, color="tab:blue", alpha=0.8, label="estimated frequency")
-    ax.axvline(float(mean), color="tab:red", lw=1.5, label=f"estimated mean {float(mean):.4g}")
-    lo, hi = mean.ci
-    ax.axvspan(lo, hi, color="tab:red", alpha=0.15, label=f"{mean.confidence:.0%} CI")
-    ax.set_xlabel("value")
-    ax.set_ylabel("frequency")
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
-    buf = io.BytesIO()
-    metadata = {"CreationDate": None} if fmt_ == "pdf" else {"Software": None}
-    fig.savefig(buf, format=fmt_, dpi=130, metadata=metadata)
-    return buf.getvalue()
+def _table_format(output) -> str:
+    if is_stdio(output):
+        return "csv"
+    fmt_ = _TABLE_FORMATS.get(Path(output).suffix.lower())
+    if fmt_ is None:
+        raise ValueError(f"-o must end in .csv, .tsv, .parquet or .pq (or be - for CSV on stdout); got "
+                         f"{str(output)!r}")
+    return fmt_
+
+
+def _table_bytes(values, p, fmt_: str) -> bytes:
+    """``value,frequency`` rows in the output's format."""
+    if fmt_ == "parquet":
+        import io
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        buf = io.BytesIO()
+        table = pa.table({"value": pa.array(values, type=pa.int64()), "frequency": pa.array(p, type=pa.float64())})
+        pq.write_table(table, buf)
+        return buf.getvalue()
+    sep = "," if fmt_ == "csv" else "\t"
+    lines = [f"value{sep}frequency"] + [f"{int(v)}{sep}{float(f)!r}" for v, f in zip(values, p)]
+    return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 @app.command("estimate", cls=Command)
 def estimate_command(
-    input: Annotated[Path, typer.Argument(help="File of reports (.csv, .tsv, .parquet or .pq).", show_default=False)],
+    input: Annotated[Path, typer.Argument(
+        help="File of reports (.csv, .tsv, .parquet or .pq), or - for CSV on stdin.", show_default=False)],
     mechanism: Annotated[Path, typer.Option("--mechanism", "-m", help="Mechanism spec (JSON) that made the reports.")],
     column: Annotated[str, typer.Option("--column", "-c", help="Name of the report column.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Output CSV: value,frequency for lo..hi.")],
+    output: Annotated[Path, typer.Option(
+        "-o", "--output", help="Output table value,frequency for lo..hi: .csv, .tsv, .parquet, or - for CSV on "
+                               "stdout.")],
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Range of the true values, lo:hi (default: the spec's domain).")] = None,
     method: Annotated[str, typer.Option(
@@ -87,7 +104,7 @@ def estimate_command(
     tol: Annotated[Optional[float], typer.Option(
         "--tol", help="em: stop within this many nats of the maximum (default 1e-2); ems: at this estimated "
                       "total-variation distance to the fixed point (default 1e-8).", show_default=False)] = None,
-    max_iter: Annotated[int, typer.Option("--max-iter", help="Cap on EM steps.")] = 50_000,
+    max_iter: Annotated[int, typer.Option("--max-iter", help=f"Cap on EM steps (1..{MAX_ITER}).")] = 50_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     format: Annotated[Optional[str], typer.Option(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
@@ -97,16 +114,34 @@ def estimate_command(
 
     import numpy as np
 
+    from .._validation import check_int
     from ..estimation import ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
     from ..io import column_counts
     from ..spec import load_spec
 
-    spec = load_spec(mechanism)
     if method not in ("em", "ems", "inversion"):
         raise ValueError(f"--method must be 'em', 'ems' or 'inversion'; got {method!r}")
     if smooth is not None and method != "ems":
         raise ValueError(f"--smooth applies to --method ems only; got --smooth {smooth} "
                          f"with --method {method}")
+    max_iter = check_int(max_iter, "--max-iter", minimum=1, maximum=MAX_ITER)
+    if not column:
+        raise ValueError("--column must be a non-empty column name; got ''")
+    check_distinct_paths({"the input": input, "--mechanism": mechanism}, {"-o": output, "--plot": plot})
+    table_fmt = _table_format(output)
+    plot_fmt = None
+    if plot is not None:
+        if is_stdio(plot):
+            raise ValueError("--plot needs a file name ending in .png or .pdf; got '-'")
+        plot_fmt = plot.suffix.lower().lstrip(".")
+        if plot_fmt not in ("png", "pdf"):
+            raise ValueError(f"--plot must end in .png or .pdf; got {str(plot)!r}")
+    if as_json and is_stdio(output):
+        raise ValueError("--json prints the summary on stdout, where -o - writes the table; use -o FILE")
+    check_output(output)
+    check_output(plot, "plot")
+
+    spec = load_spec(mechanism)  # refuses a spec whose recorded guarantee does not hold
     if domain is None:
         if spec.domain is None:
             raise ValueError("--domain lo:hi is required: the mechanism spec has no domain")
@@ -121,26 +156,23 @@ def estimate_command(
 
         check_entries(dom[1] - dom[0] + 1, spec.s, f"--domain {dom[0]}:{dom[1]} with s = {spec.s}")
     target = spec.channel() if spec.domain is not None else spec.mechanism
-    _check_out(output, "output")
-    if plot is not None:
-        _check_out(plot, "plot")
-        plot_fmt = plot.suffix.lower().lstrip(".")
-        if plot_fmt not in ("png", "pdf"):
-            raise ValueError(f"--plot must end in .png or .pdf; got {str(plot)!r}")
-    if output.exists() and output.resolve() == Path(input).resolve():
-        raise ValueError("the output must differ from the input file")
 
     # bounds = every output the mechanism has: a report outside is an error naming its row
     if spec.domain is None:
         t = spec.mechanism.t
         bounds = (dom[0] - t, dom[1] + t)
+        reason = (f"every report the mechanism can produce from the domain {dom[0]}..{dom[1]}: the domain widened "
+                  f"by its radius t = {t}")
     else:
         outs = np.asarray(target.outputs)
         bounds = (int(outs.min()), int(outs.max()))
-    offset, counts = column_counts(input, column, bounds=bounds, format=format)
+        reason = (f"every report the spec's {spec.window} channel on {spec.domain[0]}..{spec.domain[1]} can "
+                  "produce")
+    src = "-" if is_stdio(input) else input
+    offset, counts = column_counts(src, column, bounds=bounds, format=format, bounds_reason=reason)
     rc = ReportCounts(offset, counts)
     if rc.n == 0:
-        raise ValueError(f"column {column!r} of {str(input)!r} has no reports")
+        raise ValueError(f"column {column!r} of {'stdin' if is_stdio(input) else repr(str(input))} has no reports")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         est = estimate_frequencies_full(rc, target, domain=dom, method=method, tol=tol, max_iter=max_iter,
@@ -149,54 +181,74 @@ def estimate_command(
         mean_tol = 1e-2 if (tol is None or method == "ems") else tol
         mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol, max_iter=max_iter) \
             if rc.n >= 2 else None
+    for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
+        if not np.isfinite(value):  # never print or write a NaN as if it were a number
+            raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
+                             "--domain")
     values = est.values
-    lines = ["value,frequency"] + [f"{int(v)},{float(f)!r}" for v, f in zip(values, est.p)]
+    guarantee = spec.guarantee
     plot_bytes = None
     if plot is not None:
-        title = (f"{spec.family} {spec.param_name}={spec.param:g} s={spec.s}: "
-                 f"{est.method} estimate from {rc.n:,} reports")
-        if mean is not None:
-            plot_bytes = _plot_bytes(values, est.p, mean, title, plot_fmt)
+        from ..figures import render_estimate
+
+        plot_bytes = render_estimate(values, est.p, mean=mean, column=column,
+                                     guarantee=None if guarantee is None else guarantee.describe(),
+                                     method=est.method, n=rc.n, fmt=plot_fmt)
+    where = "stdout" if is_stdio(output) else str(output)
     summary = {
         "n": rc.n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
         "newton_steps": est.newton_steps, "converged": est.converged,
         "loglik": est.loglik if np.isfinite(est.loglik) else None,
-        "gap": est.gap if np.isfinite(est.gap) else None, "output": str(output),
+        "gap": est.gap if np.isfinite(est.gap) else None, "output": where,
+        "guarantee": None if guarantee is None else guarantee.to_dict(),
     }
     if method == "ems":
         summary["smooth"] = 1 if smooth is None else smooth
-    if mean is not None:
-        summary["mean"] = mean.to_dict()
-    # write only after everything has succeeded, both files or neither
-    files = {output: ("\n".join(lines) + "\n").encode("utf-8")}
+    summary["mean"] = None if mean is None else mean.to_dict()
+    table = _table_bytes(values, est.p, table_fmt)
+    # write only after everything has succeeded, all files or none
+    files = {} if is_stdio(output) else {output: table}
     if plot_bytes is not None:
         files[plot] = plot_bytes
     atomic_write_all(files)
+    if is_stdio(output):
+        sys.stdout.buffer.write(table)
+        sys.stdout.flush()
 
+    notes = [f"warning: {w.message}" for w in caught]
+    if mean is None:
+        notes.append("warning: the mean is not estimated from a single report (its standard error needs at "
+                     "least 2)")
     if as_json:
         print_json(summary)
+        for note in notes:
+            typer.echo(note, err=True)
         return
-    console = stdout_console()
-    say = lambda text: console.print(text, soft_wrap=True)  # noqa: E731 - one line per message
-    say(f"estimated the distribution of {column!r} on {dom[0]}..{dom[1]} from {rc.n:,} reports "
-                  f"({est.method}) -> {output}")
+    if is_stdio(output):  # stdout carries the table: the summary goes to stderr
+        from rich.console import Console
+
+        console = Console(file=sys.stderr, highlight=False, soft_wrap=False)
+    else:
+        console = stdout_console()
+    say = lambda text: console.print(text, soft_wrap=True, markup=False)  # noqa: E731 - one line per message
+    say(f"estimated the distribution of {column!r} on {dom[0]}..{dom[1]} from {rc.n:,} "
+        f"report{'s' if rc.n != 1 else ''} ({est.method}) -> {where}")
+    say("reports made by " + (guarantee_text(guarantee) if guarantee is not None
+                              else "a mechanism whose spec records no target (eps, H)"))
     if mean is not None:
         say(f"mean = {fmt(mean, 8)}  (standard error {fmt(mean.stderr, 4)}, "
-                      f"{mean.confidence:.0%} CI [{fmt(mean.ci[0], 8)}, {fmt(mean.ci[1], 8)}], {mean.method})")
+            f"{mean.confidence:.0%} CI [{fmt(mean.ci[0], 8)}, {fmt(mean.ci[1], 8)}], {mean.method})")
     if est.method == "em":
         say(f"EM: {est.iterations} steps"
-                      + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")
-                      + f", log-likelihood within {fmt(est.gap, 3)} nats of the maximum"
-                      + ("" if est.converged else "  [NOT converged: raise --max-iter or --tol]"))
+            + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")
+            + f", log-likelihood within {fmt(est.gap, 3)} nats of the maximum"
+            + ("" if est.converged else "  [NOT converged: raise --max-iter or --tol]"))
     elif est.method == "ems":
         say(f"EMS: {est.iterations} steps, smoothing passes {summary['smooth']}, "
             + ("converged to the fixed point" if est.converged
                else "[NOT converged: raise --max-iter or --tol]")
             + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
-    for w in caught:
-        typer.echo(f"warning: {w.message}", err=True)
+    for note in notes:
+        typer.echo(note, err=True)
     if plot_bytes is not None:
         say(f"plot written to {plot}")
-    elif plot is not None:
-        typer.echo(f"warning: no plot written to {plot}: it shows the mean, which needs at least 2 reports",
-                   err=True)

@@ -1,20 +1,32 @@
-r"""``sparseldp privatize``: replace one integer column of a CSV or Parquet file by reports.
+r"""``sparseldp privatize``: replace integer columns of a CSV or Parquet file by reports.
 
 ``sparseldp privatize --mechanism mech.json --column age people.csv -o private.csv``
 streams the file through :func:`sparseldp.io.privatize_file`: each value ``x``
-of the column becomes one report ``Y ~ M(. | x)`` of the mechanism in the spec
-(``sparseldp design -o``), everything else is kept (the header, the row order,
-for CSV the bytes of every other field).  Memory stays bounded whatever the
-file size.
+of each named column becomes one report ``Y ~ M(. | x)`` of the mechanism in
+the spec (``sparseldp design -o``), an independent draw per row and column;
+everything else is kept (the header, the row order, for CSV the bytes of every
+other field).  Memory stays bounded whatever the file size.
 
+* Several columns: ``-c a -c b`` or ``--columns a,b``.  Each is privatized
+  with the spec's mechanism; the summary states the guarantee per column and,
+  by basic composition, for all the reports of one person together.
+* The guarantee: the spec's recorded claims are recomputed when it is loaded
+  and a spec whose claims do not hold is refused (:mod:`sparseldp.spec`).
+  The summary (and ``--json``) states the guarantee applied: the realized
+  sampler's certificate (:func:`sparseldp.sampling.certify`, a rigorous upper
+  bound on the delta of what is actually drawn) when it costs at most
+  :data:`CERTIFY_BUDGET` operations, else the mechanism's recomputed bound.
+  A mechanism whose guarantee is vacuous (delta = 1 at the spec's target) is
+  refused: it would publish the raw values.
 * Randomness comes from the operating system's secure source.  ``--seed N``
-  switches to a seeded generator for reproducible *simulation* and prints a
-  warning: anyone who knows the seed can recompute the noise.
-* A value that is not an integer or lies outside the spec's ``domain``, a
-  missing column, an unreadable or malformed file, a bad spec: one line on
-  stderr naming the problem (row number and value for bad values), exit
-  status 2, and no output file (the output is written to a temporary file and
-  renamed only at the end).
+  switches to a seeded generator for reproducible *simulation*; a warning is
+  printed after the run: anyone who knows the seed can recompute the noise.
+* ``-`` as the input reads CSV from standard input, ``-o -`` writes CSV to
+  standard output (the summary then goes to stderr only; ``--json`` needs a
+  file output).
+* Any mistake: one line on stderr naming the problem (row number and value for
+  bad values), exit status 2, and no output file (it is written to a temporary
+  file and renamed only at the end).
 * On a terminal a progress bar is drawn on stderr; when stderr is not a
   terminal (piped, redirected) nothing but the final summary line is printed.
 """
@@ -28,13 +40,18 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
-from ._common import Command
+from ._common import Command, check_distinct_paths, check_output, guarantee_text, is_stdio, print_json, warn
 
-__all__ = ["privatize_command", "SEED_WARNING"]
+__all__ = ["privatize_command", "SEED_WARNING", "CERTIFY_BUDGET", "MAX_BATCH", "applied_guarantee"]
 
-#: Printed on stderr whenever ``--seed`` is given.
-SEED_WARNING = ("warning: --seed makes the noise reproducible by anyone who knows the seed: "
+#: Printed on stderr (after the run) whenever ``--seed`` is given.
+SEED_WARNING = ("--seed makes the noise reproducible by anyone who knows the seed: "
                 "simulation only, not for production (omit --seed to use the OS's secure source)")
+
+#: Work (pairs x window entries) up to which the realized sampler is certified before privatizing.
+CERTIFY_BUDGET = 20_000_000
+#: Largest --batch-size (rows held in memory at once, several arrays of 8 bytes each).
+MAX_BATCH = 1 << 24
 
 _DEFAULT_BATCH = 1 << 18  # = sparseldp.io.DEFAULT_BATCH_SIZE (not imported, to keep `--help` light)
 
@@ -59,33 +76,92 @@ def _progress_bar():
     )
 
 
+def _columns(column: list[str] | None, columns: str | None) -> list[str]:
+    names = list(column or [])
+    if columns is not None:
+        parts = [c.strip() for c in columns.split(",")]
+        if not all(parts):
+            raise ValueError(f"--columns must be comma-separated column names, none empty; got {columns!r}")
+        names += parts
+    if not names:
+        raise ValueError("name the column(s) to privatize: --column NAME (repeatable) or --columns A,B")
+    for name in names:
+        if not name:
+            raise ValueError("--column must be a non-empty column name; got ''")
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"column {dup[0]!r} is named more than once; name each column once")
+    return names
+
+
+def applied_guarantee(spec):
+    """The guarantee ``privatize`` applies: the realized sampler's when affordable, else the mechanism's.
+
+    ``None`` when the spec records no target (``eps``, ``H``).
+    """
+    from ..spec import Guarantee
+
+    g = spec.guarantee
+    if g is None:
+        return None
+    target = spec.sampler_target()
+    if spec.domain is None:
+        cost = min(g.H, 2 * target.t + 1) * target.s
+    else:
+        n = spec.domain[1] - spec.domain[0] + 1
+        cost = n * min(g.H, n) * target.s if hasattr(target, "s") and target.s else n * n * n
+    if cost > CERTIFY_BUDGET:
+        return g
+    from ..sampling import certify
+
+    cert = certify(target, g.eps, g.H)
+    return Guarantee(eps=g.eps, delta=float(cert.delta_star_upper), H=g.H, source="sampler")
+
+
 @app.command("privatize", cls=Command)
 def privatize_command(
-    input: Annotated[Path, typer.Argument(help="Input file (.csv, .tsv, .parquet or .pq).", show_default=False)],
+    input: Annotated[Path, typer.Argument(help="Input file (.csv, .tsv, .parquet or .pq), or - for CSV on stdin.",
+                                          show_default=False)],
     mechanism: Annotated[Path, typer.Option("--mechanism", "-m",
                                             help="Mechanism spec (JSON), e.g. from `sparseldp design -o`.")],
-    column: Annotated[str, typer.Option("--column", "-c", help="Name of the integer column to privatize.")],
     output: Annotated[Path, typer.Option("-o", "--output",
-                                         help="Output file (same format; must differ from the input).")],
+                                         help="Output file (same format as the input), or - for stdout (CSV).")],
+    column: Annotated[Optional[list[str]], typer.Option(
+        "--column", "-c", help="An integer column to privatize (repeat for several).", show_default=False)] = None,
+    columns: Annotated[Optional[str], typer.Option(
+        "--columns", help="Comma-separated integer columns to privatize.", show_default=False)] = None,
     seed: Annotated[Optional[int], typer.Option(
         "--seed", help="Seeded randomness for reproducible simulation. NOT for production.")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Rows per batch.")] = _DEFAULT_BATCH,
+    batch_size: Annotated[int, typer.Option("--batch-size", help=f"Rows per batch (1..{MAX_BATCH}).")] = _DEFAULT_BATCH,
     format: Annotated[Optional[str], typer.Option(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
 ) -> None:
-    """Privatize one integer column of a CSV or Parquet file, streaming."""
+    """Privatize integer columns of a CSV or Parquet file, streaming, with a certified guarantee."""
+    from .._validation import check_int
     from ..io import privatize_file
     from ..spec import load_spec
 
-    spec = load_spec(mechanism)  # a bad spec fails before anything is read or written
-    if seed is not None:
-        if seed < 0:  # before the warning: a bad option gives exactly one line on stderr
-            raise ValueError(f"--seed must be an integer >= 0; got {seed}")
-        typer.echo(SEED_WARNING, err=True)
-    bar = _progress_bar()
+    names = _columns(column, columns)
+    if seed is not None and seed < 0:
+        raise ValueError(f"--seed must be an integer >= 0; got {seed}")
+    check_int(batch_size, "--batch-size", minimum=1, maximum=MAX_BATCH)
+    if as_json and is_stdio(output):
+        raise ValueError("--json prints the summary on stdout, where -o - writes the data; use -o FILE")
+    check_distinct_paths({"the input": input, "--mechanism": mechanism}, {"-o": output})
+    check_output(output)
+    spec = load_spec(mechanism)  # a spec whose claims do not hold fails here, before anything is read
+    guarantee = applied_guarantee(spec)
+    if guarantee is not None and guarantee.vacuous:
+        raise ValueError(f"the mechanism in {str(mechanism)!r} has delta_star = 1 at its target (eps = "
+                         f"{guarantee.eps:g}, H = {guarantee.H}): it protects nothing there; refusing to "
+                         "privatize with it (design one with `sparseldp design`)")
+    src = "-" if is_stdio(input) else input  # the io layer reads "-" as standard input
+    output = "-" if is_stdio(output) else output
+    bar = _progress_bar() if not is_stdio(output) else None
+    kwargs = dict(mechanism=spec, columns=names, rng=seed, batch_size=batch_size, format=format)
     if bar is None:
-        result = privatize_file(input, output, mechanism=spec, column=column, rng=seed,
-                                batch_size=batch_size, format=format)
+        result = privatize_file(src, output, **kwargs)
     else:
         with bar:
             task = bar.add_task("privatize", total=1.0, rows=0)
@@ -93,11 +169,33 @@ def privatize_command(
             def report(rows: int, fraction: float | None) -> None:
                 bar.update(task, completed=fraction if fraction is not None else 0.0, rows=rows)
 
-            result = privatize_file(input, output, mechanism=spec, column=column, rng=seed,
-                                    batch_size=batch_size, progress=report, format=format)
-    rate = result.rows / result.seconds if result.seconds > 0 else float("inf")
-    typer.echo(
-        f"privatized {result.rows:,} rows of column {result.column!r} -> {str(result.output)} "
-        f"in {result.seconds:.2f} s ({rate:,.0f} rows/s){' [seeded: simulation only]' if result.seeded else ''}",
-        err=True,
-    )
+            result = privatize_file(src, output, progress=report, **kwargs)
+    k = len(names)
+    rows = result.rows
+    rate = rows / result.seconds if result.seconds > 0 else float("inf")
+    cols = ", ".join(repr(c) for c in names)
+    where = "stdout" if is_stdio(output) else str(result.output)
+    line = (f"privatized {rows:,} row{'s' if rows != 1 else ''} of column{'s' if k > 1 else ''} {cols} -> {where} "
+            f"in {result.seconds:.2f} s ({rate:,.0f} rows/s)")
+    blank = getattr(result, "blank_lines", 0) or 0
+    if as_json:
+        summary = {"rows": rows, "columns": names, "output": where, "seconds": result.seconds,
+                   "seeded": seed is not None, "blank_lines": blank,
+                   "guarantee": None if guarantee is None else guarantee.to_dict(),
+                   "guarantee_per_person": None if guarantee is None else guarantee.composed(k).to_dict()}
+        print_json(summary)
+    else:
+        if guarantee is None:
+            typer.echo(line, err=True)
+        else:
+            typer.echo(f"{line}; guarantee per column: {guarantee_text(guarantee)}", err=True)
+            if k > 1:
+                typer.echo(f"the {k} reports of one person together: {guarantee.composed(k).describe()} "
+                           "(basic composition, an upper bound)", err=True)
+        if blank:
+            typer.echo(f"{blank:,} blank line{'s' if blank != 1 else ''} copied through (not rows)", err=True)
+    if guarantee is None:
+        warn(f"the spec {str(mechanism)!r} records no target (eps, H), so no guarantee was certified; "
+             "write specs with `sparseldp design -o` or add \"eps\" and \"H\"")
+    if seed is not None:
+        warn(SEED_WARNING)

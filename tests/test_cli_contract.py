@@ -1,0 +1,420 @@
+"""The CLI contract, one regression test per finding of the new-user audit.
+
+No silent privacy loss (every named column privatized, a spec's recorded
+guarantee checked and stated), no silent overwrite of the command's own
+inputs and outputs, no hang (size limits checked before the work), a clear
+word for every mistake (one stderr line, exit status 2), and clean
+interruption (no temporary file left behind, exit status 130/143).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparseldp import SparseLaplace
+from sparseldp.cli import main
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+SPEC = {"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 3,
+        "delta_star": float(SparseLaplace(lam=0.5, s=7).delta_star(1.0, 3))}
+
+
+def run(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_error(capsys, *argv) -> str:
+    """Run, expect exit 2 with exactly one ``error:`` line on stderr; return it."""
+    rc, _, err = run(capsys, *argv)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), (rc, err)
+    return lines[0]
+
+
+@pytest.fixture
+def d(tmp_path):
+    (tmp_path / "mech.json").write_text(json.dumps(SPEC))
+    (tmp_path / "ab.csv").write_text("id,a,b\n" + "".join(f"{i},{i % 10},{50 + i % 7}\n" for i in range(200)))
+    return tmp_path
+
+
+# -- 1. several columns ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", [["-c", "a", "-c", "b"], ["--columns", "a,b"], ["-c", "a", "--columns", "b"]])
+def test_every_named_column_is_privatized(d, capsys, how):
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", *how, "-o", d / "o.csv",
+                     "--seed", "1")
+    assert rc == 0, err
+    src = np.genfromtxt(d / "ab.csv", delimiter=",", names=True, dtype=np.int64)
+    out = np.genfromtxt(d / "o.csv", delimiter=",", names=True, dtype=np.int64)
+    assert np.array_equal(out["id"], src["id"])
+    for col in ("a", "b"):
+        diff = out[col] - src[col]
+        assert np.all(np.abs(diff) <= 3)  # inside the window
+        assert np.count_nonzero(diff) > 100  # privatized, not copied (P(Y = x) = 0.25 here)
+    assert "2 reports of one person together: (eps = 2" in err
+    assert "basic composition" in err
+
+
+def test_multi_column_json_states_per_person_guarantee(d, capsys):
+    rc, out, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "--columns", "a,b", "-o",
+                       d / "o.csv", "--json")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["columns"] == ["a", "b"]
+    g, gp = summary["guarantee"], summary["guarantee_per_person"]
+    assert g["eps"] == 1.0 and g["H"] == 3 and g["source"] == "sampler"
+    assert gp["eps"] == 2.0 and gp["reports"] == 2 and gp["delta"] == pytest.approx(min(1, 2 * g["delta"]))
+    # the realized sampler's certificate bounds the ideal mechanism's delta_star from above (to rounding)
+    assert g["delta"] >= SPEC["delta_star"] * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("cols, fragment", [
+    (["-c", "a", "-c", "a"], "column 'a' is named more than once"),
+    (["--columns", "a,,b"], "--columns must be comma-separated column names"),
+    ([], "name the column(s) to privatize"),
+    (["-c", "a", "-c", "nope"], "column 'nope' not found"),
+])
+def test_column_mistakes(d, capsys, cols, fragment):
+    assert fragment in one_error(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", *cols, "-o", d / "o.csv")
+    assert not (d / "o.csv").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["account", "--family", "laplace", "--lam", "0.5", "--s", "7", "--eps", "1", "--eps", "2", "--H", "3"],
+    ["account", "--family", "laplace", "--lam", "0.5", "--s", "7", "--eps", "1", "--H", "3", "--range", "4"],
+    ["design", "--family", "laplace", "--eps", "1", "--delta", "0.1", "--H", "2", "--lam", "0.5", "-o", "x.json",
+     "--output", "y.json"],
+])
+def test_a_repeated_single_value_option_is_an_error(capsys, argv):
+    assert "is given more than once" in one_error(capsys, *argv)
+
+
+# -- 2. a spec's claims are checked; the guarantee is stated --------------------------
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ({**SPEC, "delta_star": 1e-10}, "recorded certificate delta_star = 1e-10 does not hold"),
+    ({**SPEC, "delta": 1e-10}, "recorded target delta = 1e-10 does not hold"),
+    ({"family": "laplace", "lam": 1e308, "s": 7}, "reports every input unchanged"),
+    ({"family": "laplace", "lam": 0.5, "s": 1}, "reports every input unchanged"),
+    ({"family": "laplace", "lam": 0.5, "s": 7, "delta_star": 0.5}, "means nothing without the 'eps' and 'H'"),
+    ({"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0}, "it has 'eps' but no 'H'"),
+    ({**SPEC, "r2": 0.01}, "records r2 = 0.01"),
+])
+@pytest.mark.parametrize("command", ["privatize", "estimate", "account"])
+def test_a_spec_whose_claims_do_not_hold_is_refused(d, capsys, spec, fragment, command):
+    (d / "bad.json").write_text(json.dumps(spec))
+    argv = {
+        "privatize": ["privatize", d / "ab.csv", "-m", d / "bad.json", "-c", "a", "-o", d / "o.csv"],
+        "estimate": ["estimate", d / "ab.csv", "-m", d / "bad.json", "-c", "a", "-o", d / "o.csv", "--domain", "0:9"],
+        "account": ["account", "--mechanism", d / "bad.json", "--eps", "1", "--H", "3"],
+    }[command]
+    assert fragment in one_error(capsys, *argv)
+    assert not (d / "o.csv").exists()
+
+
+def test_privatize_and_estimate_state_the_guarantee(d, capsys):
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "o.csv")
+    assert rc == 0, err
+    assert "guarantee per column: (eps = 1, delta <= 0.4686" in err and "H = 3" in err
+    rc, out, err = run(capsys, "estimate", d / "o.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "e.csv",
+                       "--domain", "0:9", "--json")
+    assert rc == 0, err
+    g = json.loads(out)["guarantee"]
+    assert (g["eps"], g["H"]) == (1.0, 3) and g["delta"] == pytest.approx(SPEC["delta_star"], rel=1e-9)
+    assert g["delta"] >= SPEC["delta_star"] * (1 - 1e-12)
+
+
+def test_a_vacuous_guarantee_is_refused(d, capsys):
+    # H = 10 > 2t = 6: disjoint windows, delta_star = 1 exactly
+    (d / "vac.json").write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 10}))
+    assert "protects nothing" in one_error(capsys, "privatize", d / "ab.csv", "-m", d / "vac.json", "-c", "a",
+                                           "-o", d / "o.csv")
+
+
+def test_a_spec_without_target_warns(d, capsys):
+    (d / "nt.json").write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7}))
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "nt.json", "-c", "a", "-o", d / "o.csv")
+    assert rc == 0 and "records no target (eps, H)" in err
+
+
+# -- 3. no overwrite of the command's own inputs and outputs --------------------------
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/mech.json"],
+     "is the file read by --mechanism"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/link.json"],
+     "is the file read by --mechanism"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/ab.csv"], "is the file read by the input"),
+    (["estimate", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/mech.json", "--domain", "0:9"],
+     "is the file read by --mechanism"),
+    (["estimate", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/same.png", "--plot", "{d}/same.png",
+      "--domain", "0:9"], "-o and --plot name the same file"),
+])
+def test_inputs_and_outputs_are_never_overwritten(d, capsys, argv, fragment):
+    os.symlink(d / "mech.json", d / "link.json")
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()}
+    assert fragment in one_error(capsys, *[str(a).replace("{d}", str(d)) for a in argv])
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file()} == before
+
+
+# -- 4. limits instead of hangs and floods --------------------------------------------
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["design", "--family", "laplace", "--eps", "1", "--delta", "1e-6", "--H", "1000000000000"],
+     "H must be an integer in [1, 10000]"),
+    (["account", "--family", "laplace", "--lam", "0.5", "--s", "7", "--eps", "1", "--H", "100000000", "--json"],
+     "H must be an integer in [1, 1000000]"),
+    (["account", "--family", "laplace", "--lam", "0.5", "--s", "9007199254740993", "--eps", "1", "--H",
+      "1000000000000"], "H must be an integer in [1, 1000000]"),
+    (["estimate", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/e.csv", "--domain", "0:9",
+      "--max-iter", "100000000000"], "--max-iter must be an integer in [1, 10000000]"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/o.csv", "--batch-size",
+      "1000000000"], "--batch-size must be an integer in [1, 16777216]"),
+])
+def test_limits_are_checked_before_the_work(d, capsys, argv, fragment):
+    t0 = time.perf_counter()
+    assert fragment in one_error(capsys, *[str(a).replace("{d}", str(d)) for a in argv])
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_design_checks_the_output_directory_first(d, capsys):
+    t0 = time.perf_counter()
+    line = one_error(capsys, "design", "--family", "gaussian", "--eps", "1", "--delta", "1e-9", "--H", "50", "-o",
+                     d / "nodir" / "x.json")
+    assert "does not exist" in line and time.perf_counter() - t0 < 1.0
+
+
+# -- 5. edges said in words ---------------------------------------------------------------
+
+
+def test_design_pure_ldp_on_z_cites_theorem_1(capsys):
+    t0 = time.perf_counter()
+    line = one_error(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "0", "--H", "2")
+    assert "Theorem 1" in line and "--domain" in line and time.perf_counter() - t0 < 1.0
+
+
+def test_design_delta_one_warns(capsys):
+    rc, out, err = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1", "--H", "2", "--json")
+    assert rc == 0 and "warning: delta = 1 certifies nothing" in err
+
+
+@pytest.mark.parametrize("window, fragment", [("clipped", "applies only with --domain"),
+                                              ("bogus", "--window must be 'clipped' or 'extended'")])
+def test_design_window_needs_a_domain(capsys, window, fragment):
+    assert fragment in one_error(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "0.1", "--H", "2",
+                                 "--window", window)
+
+
+# -- 6. formats and streams -----------------------------------------------------------------
+
+
+def _reports(d: Path) -> Path:
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 10, 3000)
+    y = SparseLaplace(lam=0.5, s=7).sample(x, rng=1)
+    (d / "rep.csv").write_text("y\n" + "\n".join(map(str, y)) + "\n")
+    return d / "rep.csv"
+
+
+@pytest.mark.parametrize("name, kind", [("e.csv", "csv"), ("e.tsv", "tsv"), ("e.parquet", "parquet"),
+                                        ("e.pq", "parquet")])
+def test_estimate_writes_the_format_its_extension_says(d, capsys, name, kind):
+    rep = _reports(d)
+    rc, _, err = run(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / name, "--domain", "0:9")
+    assert rc == 0, err
+    if kind == "parquet":
+        t = pq.read_table(d / name)
+        assert t.column_names == ["value", "frequency"] and t.num_rows == 10
+        assert abs(sum(t.column("frequency").to_pylist()) - 1) < 1e-9
+    else:
+        sep = "," if kind == "csv" else "\t"
+        assert (d / name).read_text().splitlines()[0] == f"value{sep}frequency"
+
+
+def test_estimate_refuses_an_unknown_output_extension(d, capsys):
+    rep = _reports(d)
+    assert "-o must end in .csv, .tsv, .parquet" in one_error(
+        capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.txt", "--domain", "0:9")
+
+
+def _cli(*args, stdin=None, cwd=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "sparseldp", *map(str, args)], input=stdin, capture_output=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def test_stdin_and_stdout(d):
+    data = (d / "ab.csv").read_bytes()
+    proc = _cli("privatize", "-", "-m", d / "mech.json", "-c", "a", "-o", "-", "--seed", "2", stdin=data, cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0] == "id,a,b" and len(lines) == 201
+    assert not (d / "-").exists()
+    proc2 = _cli("estimate", "-", "-m", d / "mech.json", "-c", "a", "-o", "-", "--domain", "0:9", stdin=proc.stdout,
+                 cwd=d)
+    assert proc2.returncode == 0, proc2.stderr
+    table = proc2.stdout.decode().splitlines()
+    assert table[0] == "value,frequency" and len(table) == 11
+    assert b"mean =" in proc2.stderr  # the summary goes to stderr when stdout carries the table
+    assert not (d / "-").exists()
+
+
+# -- 7. interrupted runs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_leaves_no_temporary_file(d, sig, status):
+    proc = subprocess.Popen([sys.executable, "-m", "sparseldp", "privatize", "-", "-m", str(d / "mech.json"), "-c",
+                             "a", "-o", str(d / "o.csv")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=d)
+    proc.stdin.write(b"a\n1\n2\n3\n")
+    proc.stdin.flush()
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(".sparseldp-" in p.name for p in d.iterdir()):
+        time.sleep(0.05)  # the run has started once its temporary output exists
+    assert any(".sparseldp-" in p.name for p in d.iterdir())
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted by"), err
+    assert sorted(p.name for p in d.iterdir()) == ["ab.csv", "mech.json"]
+
+
+def test_a_stale_temporary_file_is_cleaned(d, capsys):
+    stale = d / ".o.csv.sparseldp-999999999-0123abcd.tmp"
+    stale.write_text("partial")
+    live = d / f".o.csv.sparseldp-{os.getpid()}-0123abcd.tmp"  # a run in progress: left alone
+    live.write_text("partial")
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "o.csv")
+    assert rc == 0, err
+    assert not stale.exists() and live.exists() and (d / "o.csv").exists()
+
+
+# -- 8. what a user expects of a command-line tool ----------------------------------------------
+
+
+def test_version_help_and_module_entry(capsys):
+    import sparseldp
+
+    rc, out, _ = run(capsys, "--version")
+    assert rc == 0 and out.strip() == f"sparseldp {sparseldp.__version__}"
+    rc, out, _ = run(capsys, "-h")
+    assert rc == 0 and "privatize" in out
+    rc, out, _ = run(capsys, "account", "-h")
+    assert rc == 0 and "--mechanism" in out
+    rc, out, _ = run(capsys)
+    assert rc == 0 and "Usage" in out  # bare `sparseldp` shows the help
+    proc = _cli("--version")
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("sparseldp ")
+
+
+def test_without_the_cli_extra_one_line_names_it():
+    code = ("import sys; sys.modules['typer'] = None; sys.argv = ['sparseldp', '--help']; "
+            "from sparseldp._entry import main; main()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "pip install 'sparseldp[cli]'" in proc.stderr
+
+
+def test_license_file_matches_the_declared_license():
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0" in text
+    assert 'license = "Apache-2.0"' in (root / "pyproject.toml").read_text()
+
+
+def test_a_blank_line_in_a_single_column_csv_is_a_missing_value(d, capsys):
+    (d / "one.csv").write_text("a\n1\n\n2\n")
+    line = one_error(capsys, "privatize", d / "one.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "o.csv")
+    assert "line 3" in line and "missing value" in line
+
+
+def test_one_report_says_why_there_is_no_mean(d, capsys):
+    (d / "r1.csv").write_text("y\n4\n")
+    rc, out, err = run(capsys, "estimate", d / "r1.csv", "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv",
+                       "--domain", "0:9", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["mean"] is None and "mean is not estimated from a single report" in err
+
+
+def test_one_row_is_singular(d, capsys):
+    (d / "one.csv").write_text("a\n4\n")
+    rc, _, err = run(capsys, "privatize", d / "one.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "o.csv")
+    assert rc == 0 and "privatized 1 row of column 'a'" in err
+
+
+def test_out_of_range_report_explains_the_range(d, capsys):
+    (d / "r.csv").write_text("y\n1\n74\n")
+    line = one_error(capsys, "estimate", d / "r.csv", "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv",
+                     "--domain", "-70:70")
+    assert "[-73, 73]" in line and "radius t = 3" in line
+
+
+# -- 9. hostile files and one line per refusal ----------------------------------------------------
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["privatize", "{d}/ab.csv", "-m", "{d}/nested.json", "-c", "a", "-o", "{d}/o.csv"], "nested too deeply"),
+    (["estimate", "{d}/ab.csv", "-m", "{d}/nested.json", "-c", "a", "-o", "{d}/o.csv", "--domain", "0:9"],
+     "nested too deeply"),
+    (["privatize", "{d}/ab.csv", "-m", "/dev/zero", "-c", "a", "-o", "{d}/o.csv"], "not a regular file"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}", "-c", "a", "-o", "{d}/o.csv"], "it is a directory"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/o.csv", "--seed", "1", "--columns",
+      "nope"], "column 'nope' not found"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}", "--seed", "1"], "it is a directory"),
+    (["privatize", "{d}/nothere.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/o.csv", "--seed", "1"],
+     "cannot read input"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "", "-o", "{d}/o.csv", "--seed", "1"],
+     "non-empty column name"),
+    (["privatize", "{d}/ab.csv", "-m", "{d}/mech.json", "-c", "a", "-o", "{d}/o.parquet", "--seed", "1"],
+     "looks like parquet but the input is csv"),
+])
+def test_hostile_input_one_line(d, capsys, argv, fragment):
+    (d / "nested.json").write_text("[" * 100_000 + "]" * 100_000)
+    before = sorted(p.name for p in d.iterdir())
+    assert fragment in one_error(capsys, *[str(a).replace("{d}", str(d)) for a in argv])
+    assert sorted(p.name for p in d.iterdir()) == before
+
+
+def test_dev_zero_as_csv_stops_at_the_record_limit(d, capsys):
+    t0 = time.perf_counter()
+    line = one_error(capsys, "privatize", "/dev/zero", "--format", "csv", "-m", d / "mech.json", "-c", "a", "-o",
+                     d / "o.csv")
+    assert "longer than" in line and time.perf_counter() - t0 < 30
+
+
+# -- 12. no NaN error bar ---------------------------------------------------------------------------
+
+
+def test_clipped_estimate_with_empty_tail_has_a_finite_error_bar(tmp_path, capsys):
+    spec = {"family": "laplace", "lam": 0.5, "s": 7, "domain": [0, 120], "window": "clipped"}
+    (tmp_path / "m.json").write_text(json.dumps(spec))
+    ages = np.random.default_rng(3).integers(0, 100, 20_000)
+    (tmp_path / "ages.csv").write_text("age\n" + "\n".join(map(str, ages)) + "\n")
+    rc, _, err = run(capsys, "privatize", tmp_path / "ages.csv", "-m", tmp_path / "m.json", "-c", "age", "-o",
+                     tmp_path / "p.csv", "--seed", "9")
+    assert rc == 0, err
+    rc, out, err = run(capsys, "estimate", tmp_path / "p.csv", "-m", tmp_path / "m.json", "-c", "age", "-o",
+                       tmp_path / "est.csv", "--json")
+    assert rc == 0, err
+    mean = json.loads(out)["mean"]
+    assert np.isfinite(mean["stderr"]) and mean["stderr"] > 0
+    assert mean["ci_low"] < 49.5 < mean["ci_high"]
