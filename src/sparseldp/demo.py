@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .cli import main as cli
+from .families import get_family
 
 OUT = Path("demo-output")
 
@@ -87,8 +88,8 @@ def main() -> int:
         ests[method] = pacsv.read_csv(out).column("frequency").to_numpy()
     p_true = np.bincount(before, minlength=100)[:100] / before.size
     console.print(_error_table(p_true, ests, before.size))
-    family = {"laplace": "SparseLaplace", "gaussian": "SparseGaussian"}[spec["family"]]
-    param = "lam" if spec["family"] == "laplace" else "sigma"
+    fam = get_family(spec["family"])
+    family, param = fam.mechanism.__name__, fam.param
     title = (f"Ages: true histogram vs estimates from {before.size:,} privatized reports\n"
              f"{family}({param}={spec[param]:.3g}, s={spec['s']}), extended window on 0..99; "
              f"eps={spec['eps']:g}, delta={spec['delta']:g} for |x - x'| <= {spec['H']}")

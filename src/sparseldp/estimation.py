@@ -150,6 +150,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._validation import check_bool, check_int, check_int_array, check_positive
+from .families import family_of
 
 __all__ = [
     "ConvergenceWarning",
@@ -489,9 +490,8 @@ def _model(mechanism, domain) -> _Model:
                 "the range of the true values"
             )
         lo, hi = check_domain(domain)
-        name, value = mechanism.parameter
-        build = SparseChannel.laplace if mechanism.family == "laplace" else SparseChannel.gaussian
-        ch = build(**{name: value}, s=mechanism.s, domain=(lo, hi), window="extended")
+        _, value = mechanism.parameter
+        ch = family_of(mechanism).channel(value, mechanism.s, (lo, hi), "extended")
         return _Model(ch, lo, hi, repr(mechanism))
     if isinstance(mechanism, SparseChannel):
         if domain is None:

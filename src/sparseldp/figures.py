@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .mechanisms import SparseGaussian, SparseLaplace
+from .families import get_family
 from .reproduce import EXPERIMENTS, ROMAN, compute_table, write_files
 
 __all__ = [
@@ -55,8 +55,6 @@ __all__ = [
     "write_figures",
 ]
 
-_PARAM = {"laplace": "lam", "gaussian": "sigma"}
-_SYMBOL = {"s": "s", "lam": r"\lambda", "sigma": r"\sigma"}
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ class FigureSpec:
 
     @property
     def param_name(self) -> str:
-        return _PARAM[self.family]
+        return get_family(self.family).param
 
     def values(self) -> np.ndarray:
         start, stop, num = self.grid
@@ -93,15 +91,16 @@ class FigureSpec:
     def mechanism(self, value):
         s = int(value) if self.swept == "s" else self.s
         param = self.param if self.swept == "s" else float(value)
-        return SparseLaplace(lam=param, s=s) if self.family == "laplace" else SparseGaussian(sigma=param, s=s)
+        return get_family(self.family).make(param, s)
 
     @property
     def title(self) -> str:
-        fam = self.family.capitalize()
+        family = get_family(self.family)
+        fam = family.title
         if self.swept == "s":
             return (f"Figure {self.number}: {fam} support-size tradeoff, "
-                    rf"$(\varepsilon, {_SYMBOL[self.param_name]}, H) = ({self.eps:g}, {self.param:g}, {self.H})$")
-        what = "concentration" if self.family == "laplace" else "scale"
+                    rf"$(\varepsilon, {family.symbol}, H) = ({self.eps:g}, {self.param:g}, {self.H})$")
+        what = family.sweep
         return (f"Figure {self.number}: {fam} {what} sweep, "
                 rf"$(\varepsilon, H, s) = ({self.eps:g}, {self.H}, {self.s})$")
 
@@ -178,9 +177,10 @@ def make_figure(number: int, data: FigureData | None = None):
     ax = fig.add_subplot()
     ax2 = ax.twinx()
     c_d, c_r = "tab:blue", "tab:red"
-    xsym = _SYMBOL[spec.swept]
-    dstar_label = r"$\delta^*$" if spec.family == "laplace" else r"$\delta^{\mathrm{G},*}$"
-    r1_label = r"$R_1$" if spec.family == "laplace" else r"$R_1^{\mathrm{G}}$"
+    xsym = "s" if spec.swept == "s" else get_family(spec.family).symbol
+    mark = get_family(spec.family).mark
+    dstar_label = rf"$\delta^{{\mathrm{{{mark}}},*}}$" if mark else r"$\delta^*$"
+    r1_label = rf"$R_1^{{\mathrm{{{mark}}}}}$" if mark else r"$R_1$"
     discrete = spec.swept == "s"
     style = dict(marker="o", markersize=4) if discrete else {}
     handles = []

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._files import atomic_write, atomic_write_all, ensure_directory
-from .mechanisms import SparseGaussian, SparseLaplace
+from .families import get_family
 
 __all__ = [
     "Experiment",
@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 ROMAN = {1: "I", 2: "II", 3: "III", 4: "IV"}
-_PARAM = {"laplace": "lam", "gaussian": "sigma"}
 
 
 @dataclass(frozen=True)
@@ -82,9 +81,7 @@ class Experiment:
     param: float | None = None
 
     def __post_init__(self):
-        if self.family not in _PARAM:
-            raise ValueError(f"family must be 'laplace' or 'gaussian'; got {self.family!r}")
-        allowed = ("s", _PARAM[self.family])
+        allowed = ("s", get_family(self.family).param)
         if self.swept not in allowed:
             raise ValueError(f"swept must be one of {allowed}; got {self.swept!r}")
         if (self.swept == "s") != (self.s is None) or (self.swept == "s") == (self.param is None):
@@ -92,25 +89,23 @@ class Experiment:
 
     @property
     def param_name(self) -> str:
-        return _PARAM[self.family]
+        return get_family(self.family).param
 
     def mechanism(self, value):
         """The mechanism of the row whose swept quantity equals ``value``."""
         s = value if self.swept == "s" else self.s
         param = self.param if self.swept == "s" else value
-        if self.family == "laplace":
-            return SparseLaplace(lam=param, s=s)
-        return SparseGaussian(sigma=param, s=s)
+        return get_family(self.family).make(param, s)
 
     @property
     def title(self) -> str:
         """E.g. ``Table I: Laplace support-size sweep at (eps, lam, H) = (1, 0.5, 3)``."""
-        fam = self.family.capitalize()
+        fam = get_family(self.family).title
         if self.swept == "s":
             what = "support-size sweep"
             fixed = f"(eps, {self.param_name}, H) = ({self.eps:g}, {self.param:g}, {self.H})"
         else:
-            what = "concentration sweep" if self.family == "laplace" else "scale sweep"
+            what = f"{get_family(self.family).sweep} sweep"
             fixed = f"(eps, H, s) = ({self.eps:g}, {self.H}, {self.s})"
         return f"Table {ROMAN[self.number]}: {fam} {what} at {fixed}"
 
@@ -198,9 +193,10 @@ def _headers_plain(e: Experiment) -> list[str]:
 
 
 def _headers_latex(e: Experiment) -> list[str]:
-    sym = {"s": "s", "lam": r"\lambda", "sigma": r"\sigma"}
-    g_star = r"^{\mathrm G,*}" if e.family == "gaussian" else "^*"
-    g = r"^{\mathrm G}" if e.family == "gaussian" else ""
+    family = get_family(e.family)
+    sym = {"s": "s", family.param: family.symbol}
+    g_star = rf"^{{\mathrm {family.mark},*}}" if family.mark else "^*"
+    g = rf"^{{\mathrm {family.mark}}}" if family.mark else ""
     if e.swept == "s":
         args_d = f"{e.eps:g},{e.param:g},s;{e.H}"
         args_r = f"{e.param:g},s"
@@ -252,14 +248,13 @@ def to_latex(table: Table, digits: int = 4) -> str:
     lines += [
         r"\bottomrule",
         r"\end{tabular}",
-        rf"\caption{{{caption} Computed exactly by sparseldp ({_SOURCES[e.family]}).}}",
+        rf"\caption{{{caption} Computed exactly by sparseldp ({get_family(e.family).theorems}).}}",
         rf"\label{{{e.label}}}",
         r"\end{table}",
     ]
     return "\n".join(lines) + "\n"
 
 
-_SOURCES = {"laplace": "Theorem 3, Proposition 1", "gaussian": "Theorem 9, Proposition 3"}
 _WRITERS = {"csv": to_csv, "md": to_markdown, "tex": to_latex}
 
 

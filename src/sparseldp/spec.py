@@ -55,7 +55,7 @@ from ._validation import (
     check_positive,
     check_probability,
 )
-from .mechanisms import SparseGaussian, SparseLaplace
+from .families import FAMILIES, get_family
 
 __all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "MAX_SPEC_BYTES", "CLAIM_RTOL"]
 
@@ -119,14 +119,12 @@ class Spec:
 
     @property
     def param_name(self) -> str:
-        return "lam" if self.family == "laplace" else "sigma"
+        return get_family(self.family).param
 
     @property
     def mechanism(self):
-        """The mechanism on Z (:class:`SparseLaplace` or :class:`SparseGaussian`)."""
-        if self.family == "laplace":
-            return SparseLaplace(lam=self.param, s=self.s)
-        return SparseGaussian(sigma=self.param, s=self.s)
+        """The mechanism on Z of the spec's family (:mod:`sparseldp.families`)."""
+        return get_family(self.family).make(self.param, self.s)
 
     def channel(self):
         """The finite-domain channel (requires ``domain``)."""
@@ -134,8 +132,7 @@ class Spec:
             raise ValueError("spec has no 'domain'; a finite-domain channel needs one")
         from .channel import SparseChannel
 
-        build = SparseChannel.laplace if self.family == "laplace" else SparseChannel.gaussian
-        return build(**{self.param_name: self.param}, s=self.s, domain=self.domain, window=self.window)
+        return get_family(self.family).channel(self.param, self.s, self.domain, self.window)
 
     def sampler_target(self):
         """What ``privatize`` samples from: the channel when a domain is declared, else the Z mechanism."""
@@ -214,9 +211,10 @@ def _validate(data: dict) -> Spec:
     family = data.get("family")
     if isinstance(family, str):
         family = family.strip().lower()  # as design() accepts "Laplace"
-    if family not in ("laplace", "gaussian"):
-        raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}")
-    pname = "lam" if family == "laplace" else "sigma"
+    if family not in FAMILIES:
+        get_family(family)  # raises, naming the registered families
+    fam = FAMILIES[family]
+    pname = fam.param
     allowed = {"family", pname, "s", "domain", "window", *_META}
     unknown = sorted(str(k) for k in data if k not in allowed)
     if unknown:
@@ -228,7 +226,7 @@ def _validate(data: dict) -> Spec:
     if "s" not in data:
         raise ValueError("spec needs 's' (odd support size >= 1)")
     s = check_odd_s(data["s"], "s")
-    mechanism = SparseLaplace(lam=param, s=s) if family == "laplace" else SparseGaussian(sigma=param, s=s)
+    mechanism = fam.make(param, s)
     domain = None
     window = "extended"
     if data.get("domain") is not None:

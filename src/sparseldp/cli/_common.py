@@ -29,6 +29,7 @@ from typer.exceptions import TyperException
 
 from .._files import atomic_write, atomic_write_all, ensure_directory  # noqa: F401 (re-exported)
 from .._validation import check_positive
+from ..families import family_names, get_family
 
 __all__ = [
     "MAX_H_ACCOUNT",
@@ -54,7 +55,7 @@ __all__ = [
     "ensure_directory",
 ]
 
-FAMILIES = ("laplace", "gaussian")
+FAMILIES = family_names()
 
 #: Largest privacy range ``account`` lists (every h = 1..H is a row of its output).
 MAX_H_ACCOUNT = 1_000_000
@@ -119,7 +120,6 @@ def guarantee_text(g) -> str:
         return "no guarantee recorded in the spec"
     src = "the realized sampler, certified" if g.source == "sampler" else "the mechanism, recomputed"
     return f"{g.describe()} ({src}; delta is a rigorous upper bound)"
-_PARAM = {"laplace": "lam", "gaussian": "sigma"}
 
 
 class Command(TyperCommand):
@@ -189,41 +189,36 @@ def _refuse_repeats(command, args) -> None:
 
 
 def check_family(family) -> str:
-    """``'laplace'`` or ``'gaussian'`` (case-insensitive); ``ValueError`` otherwise."""
-    if not isinstance(family, str) or family.strip().lower() not in FAMILIES:
-        raise ValueError(f"family must be 'laplace' or 'gaussian'; got {family!r}")
-    return family.strip().lower()
+    """A registered family name (case-insensitive, :mod:`sparseldp.families`); ``ValueError`` otherwise."""
+    if not isinstance(family, str):
+        raise ValueError(f"--family must be one of {', '.join(FAMILIES)}; got {family!r}")
+    return get_family(family).name
 
 
 def family_param(family: str, *, lam=None, sigma=None, required: bool = True) -> tuple[str, float | None]:
-    """The family's parameter ``("lam", value)`` or ``("sigma", value)``.
+    """The family's parameter ``(name, value)`` from the ``--lam`` / ``--sigma`` options.
 
-    ``--lam`` belongs to the Laplace family and ``--sigma`` to the Gaussian
-    family; giving the other one is an error, and so is omitting the right one
-    when ``required``.  The value is validated (finite and > 0).
+    Only the family's own parameter option may be given (its name comes from
+    the registry); giving another family's is an error, and so is omitting the
+    right one when ``required``.  The value is validated (finite and > 0).
     """
-    family = check_family(family)
-    name = _PARAM[family]
-    other = "sigma" if name == "lam" else "lam"
+    fam = get_family(family)
     given = {"lam": lam, "sigma": sigma}
-    if given[other] is not None:
-        raise ValueError(f"--{other} does not apply to the {family} family (it takes --{name})")
-    value = given[name]
+    for other, value in given.items():
+        if other != fam.param and value is not None:
+            raise ValueError(f"--{other} does not apply to the {fam.name} family (it takes --{fam.param})")
+    value = given.get(fam.param)
     if value is None:
         if required:
-            raise ValueError(f"the {family} family needs --{name} (a real number > 0 and finite)")
-        return name, None
-    return name, check_positive(value, name)
+            raise ValueError(f"the {fam.name} family needs --{fam.param} (a real number > 0 and finite)")
+        return fam.param, None
+    return fam.param, check_positive(value, fam.param)
 
 
 def build_mechanism(family: str, *, s, lam=None, sigma=None):
-    """The mechanism on Z: ``SparseLaplace(lam=, s=)`` or ``SparseGaussian(sigma=, s=)``."""
-    from ..mechanisms import SparseGaussian, SparseLaplace
-
-    name, value = family_param(family, lam=lam, sigma=sigma, required=True)
-    if name == "lam":
-        return SparseLaplace(lam=value, s=s)
-    return SparseGaussian(sigma=value, s=s)
+    """The family's mechanism on Z from the options (``SparseLaplace(lam=, s=)``, ...)."""
+    _, value = family_param(family, lam=lam, sigma=sigma, required=True)
+    return get_family(family).make(value, s)
 
 
 # -- output -----------------------------------------------------------------------

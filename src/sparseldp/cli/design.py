@@ -37,6 +37,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
+from ..families import get_family
 from ._common import MAX_H_DESIGN, Command, check_family, check_output, family_param, fmt, print_json, \
     stdout_console, warn
 
@@ -51,8 +52,7 @@ def _print_table(d, output: Path | None, header: str) -> None:
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_column("meaning", style="dim")
-    table.add_row(d.param_name, fmt(d.param, 10),
-                  "inverse temperature" if d.param_name == "lam" else "scale")
+    table.add_row(d.param_name, fmt(d.param, 10), get_family(d.family).meaning)
     table.add_row("s", str(d.s), f"support size (radius t = {m.t})")
     table.add_row("eps", fmt(d.eps, 10), "target")
     table.add_row("delta", fmt(d.delta, 10), "target")
@@ -151,15 +151,15 @@ def _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, wind
     """Run :func:`design_finite` and present it like a :class:`Design` (same fields)."""
     from ..design import Design
     from ..finite_design import design_finite
-    from ..mechanisms import SparseGaussian, SparseLaplace
     from ._common import parse_domain
 
     dom = parse_domain(domain)
     window = window or "clipped"
     fd = design_finite(family, eps=eps, delta=delta, H=H, domain=dom, window=window, objective=objective,
                        lam=lam, sigma=sigma)
-    pname = "lam" if family == "laplace" else "sigma"
+    fam = get_family(family)
+    pname = fam.param
     param, s = fd.params[pname], fd.params["s"]
-    mech = SparseLaplace(lam=param, s=s) if family == "laplace" else SparseGaussian(sigma=param, s=s)
+    mech = fam.make(param, s)
     d = Design(family, mech, s, pname, param, fd.eps, fd.delta, fd.H, fd.delta_reached, fd.r1, fd.r2)
     return d, dom, window
