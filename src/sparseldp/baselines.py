@@ -1,4 +1,4 @@
-r"""Baseline local randomizers as channels on a finite domain ``a..b`` (issue 4).
+r"""Baseline local randomizers as channels on a finite domain ``a..b``.
 
 Every function returns a :class:`sparseldp.channel.SparseChannel` with inputs
 ``a..b``, so baselines and the paper's sparse mechanisms are accounted by the

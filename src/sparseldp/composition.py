@@ -57,7 +57,7 @@ def log_pmf_pair(mechanism, h=None, *, x=None, x_prime=None) -> tuple[dict, dict
     For a mechanism on Z (:class:`SparseLaplace`, :class:`SparseGaussian`) the
     pair is ``x = 0``, ``x' = h`` (by translation invariance every pair at
     separation ``h`` has the same PLD, and by reflection both orders too,
-    NOTES item 3).  For a :class:`SparseChannel` give the two input values
+    docs/paper.md, "delta* and ordered pairs").  For a :class:`SparseChannel` give the two input values
     ``x`` and ``x_prime``.  Log-probabilities come from the exact ``logpmf``
     (never ``log(pmf)``).
     """

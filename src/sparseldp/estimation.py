@@ -133,7 +133,7 @@ in Euclidean norm.
 Means
 -----
 See :func:`estimate_mean`: the plain mean of the reports when the channel is
-unbiased (``E[Y | x] = x``, true on Z by symmetry, NOTES item 9, and for
+unbiased (``E[Y | x] = x``, true on Z by symmetry, docs/paper.md, "Distortion and bias", and for
 extended windows), else the mean of the EM estimate with a delta-method
 standard error from the expected Fisher information.
 """
@@ -1131,7 +1131,7 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
     its bias ``b(x) = E[Y | x] - x`` (computed entry by entry):
 
     * **unbiased channel** (``max |b| <= 1e-9 max |y - x|``): mechanisms on Z
-      (symmetric, NOTES item 9), extended windows.  The estimate is the
+      (symmetric, docs/paper.md, "Distortion and bias"), extended windows.  The estimate is the
       report mean ``(1/n) sum_i Y_i``, exactly unbiased; the standard error is
       ``sqrt(v / n)`` with ``v`` the sample variance (``ddof=1``), which
       estimates ``Var(Y) = Var_p(x) + E_p Var(Y | x)`` (``= Var_p(x) + R2`` on

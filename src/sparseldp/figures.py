@@ -1,7 +1,7 @@
 r"""The paper's Figures 1-4, computed and drawn (matplotlib, Agg, no pyplot).
 
 The figures are empty in the paper's source; their captions define them
-(NOTES item 6).  Each shows the exact privacy defect
+(docs/paper.md, "Figures 1-4").  Each shows the exact privacy defect
 ``delta* = max_{1<=h<=H} delta_h(eps)`` (Theorems 3 and 9) and the first
 distortion moment ``R1 = E|Y - x|`` (Propositions 1 and 3) against one swept
 quantity, on two y-axes:
@@ -105,7 +105,7 @@ class FigureSpec:
                 rf"$(\varepsilon, H, s) = ({self.eps:g}, {self.H}, {self.s})$")
 
 
-#: Figures 1-4 as defined by the paper's captions (NOTES item 6).
+#: Figures 1-4 as defined by the paper's captions (docs/paper.md, "Figures 1-4").
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec(1, "figure1_laplace_support", "laplace", 1.0, 2, "s", (1, 25, None), param=0.8),
     FigureSpec(2, "figure2_gaussian_support", "gaussian", 1.0, 2, "s", (1, 25, None), param=1.5),

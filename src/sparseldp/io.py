@@ -1,7 +1,7 @@
 r"""Streamed file I/O: privatize integer columns of a CSV or Parquet file, read report columns.
 
-This is the data-pipeline face of the samplers (issue 3, "The file pipeline";
-issue 4 reads reports through :func:`iter_column` / :func:`column_counts`).
+This is the data-pipeline face of the samplers (:mod:`sparseldp.sampling`);
+estimation reads reports through :func:`iter_column` / :func:`column_counts`.
 Every function streams its input in batches, so memory is bounded by the batch
 and block sizes (and :data:`MAX_RECORD_BYTES` for one CSV record), never by the
 file size.

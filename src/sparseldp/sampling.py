@@ -20,7 +20,7 @@ entries with the largest fractional parts (or one unit less for the entries
 with the smallest, when floored-up tails overshoot), and
 ``c_0 = 2^64 - 2 sum_{k>0} c_k`` absorbs the rest.  Hence every point of the
 window keeps mass at least ``2^-64``, the realized pmf is symmetric (so the
-reflection argument of NOTES item 3 still applies to it), it sums to exactly
+reflection argument of docs/paper.md, "delta* and ordered pairs" still applies to it), it sums to exactly
 one, and ``|c_k - 2^64 p_k| <= 1`` except where a probability below ``2^-64``
 had to be raised to ``2^-64``.  :func:`sampling_pmf` returns it as
 :class:`fractions.Fraction` values.
@@ -736,7 +736,7 @@ def certify(mechanism, eps, H) -> Certificate:
     r"""Certify ``delta*(eps; H)`` of the distribution :func:`sample` actually draws.
 
     For the realized counts ``c_k`` (symmetric, so both orders of a pair agree,
-    NOTES item 3),
+    docs/paper.md, "delta* and ordered pairs"),
 
     .. math::
 

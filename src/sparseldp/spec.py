@@ -13,7 +13,7 @@ A spec is a flat JSON object::
 translation-invariant one on Z and any integer input is accepted; with
 ``domain = [lo, hi]`` inputs must lie in ``lo..hi`` and ``window`` says whether
 outputs may leave the domain (``"extended"``, outputs ``lo - t .. hi + t``, the
-default) or are clipped to it (``"clipped"``, NOTES item 2).
+default) or are clipped to it (``"clipped"``, docs/paper.md, "Output alphabet").
 
 Loading re-validates every field; a bad spec raises ``ValueError`` naming the
 field (the CLI turns it into exit status 2).

@@ -1,5 +1,5 @@
-"""``python -m sparseldp.cli``: the command line (same as the ``sparseldp`` script)."""
+"""``python -m sparseldp.cli``: the command line (``python -m sparseldp`` is the same, with a word on the extra)."""
 
-from .._entry import main
+from . import _entry
 
-main()
+_entry()
