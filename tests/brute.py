@@ -45,3 +45,111 @@ def moments(kind, param, s):
     w = np.exp(-param * np.abs(k)) if kind == "laplace" else np.exp(-(k**2) / (2 * param**2))
     w = w / w.sum()
     return float((np.abs(k) * w).sum()), float((k**2 * w).sum())
+
+
+# ---------------------------------------------------------------------------
+# mpmath references (high precision, used by tests/test_rigor.py)
+# ---------------------------------------------------------------------------
+# Every double is converted exactly (mpf(float) is exact), the kernel is built in
+# 80-digit arithmetic, and the overlap excess is decided by an exact comparison of
+# the privacy loss with eps (then summed as w(k) (1 - e^{eps - L(k)}), no cancellation),
+# so exact ties give exactly zero.  Independent of the library's closed forms.
+_MP_DPS = 80
+_MP_ROWS = {}
+
+
+def _mp():
+    import mpmath
+
+    return mpmath
+
+
+def mp_kernel(kind, param, s):
+    """``(t, [w(-t), ..., w(t)], C, prefix)`` as mpf at 80 digits (cached); ``prefix[i] = sum w[:i]``."""
+    key = (kind, float(param), int(s))
+    got = _MP_ROWS.get(key)
+    if got is not None:
+        return got
+    mpmath = _mp()
+    t = (s - 1) // 2
+    with mpmath.workdps(_MP_DPS):
+        p = mpmath.mpf(float(param))
+        if kind == "laplace":
+            half = [mpmath.exp(-p * k) for k in range(t + 1)]
+        else:
+            half = [mpmath.exp(-mpmath.mpf(k * k) / (2 * p * p)) for k in range(t + 1)]
+        w = half[:0:-1] + half
+        prefix = [mpmath.mpf(0)]
+        for v in w:
+            prefix.append(prefix[-1] + v)
+        C = prefix[-1]
+    _MP_ROWS[key] = (t, w, C, prefix)
+    return _MP_ROWS[key]
+
+
+def mp_defect(kind, param, s, eps, h):
+    """Exact ``(total, support_leakage, overlap)`` of separation ``h`` as mpf (80 digits).
+
+    The overlap loss ``L(k) = log w(k) - log w(k - h)`` is nonincreasing in ``k``
+    for both kernels, so the scan over ``k = h - t, h - t + 1, ...`` stops at the
+    first index that is not an excess point.
+    """
+    mpmath = _mp()
+    t, w, C, prefix = mp_kernel(kind, param, s)
+    h = int(h)
+    if h > 2 * t:
+        return mpmath.mpf(1), mpmath.mpf(1), mpmath.mpf(0)
+    with mpmath.workdps(_MP_DPS):
+        e = mpmath.mpf(float(eps))
+        p = mpmath.mpf(float(param))
+        leak = prefix[h]  # k = -t .. h-t-1
+        terms = []
+        for k in range(h - t, t + 1):
+            if kind == "laplace":
+                loss = p * (abs(k - h) - abs(k))  # exact: 53-bit lam times a small integer
+                excess = loss > e
+            else:
+                # L(k) = h (h - 2k) / (2 sigma^2) > eps  <=>  h (h - 2k) > 2 sigma^2 eps (exact at 80 digits)
+                loss = mpmath.mpf(h * (h - 2 * k)) / (2 * p * p)
+                excess = mpmath.mpf(h * (h - 2 * k)) > 2 * p * p * e
+            if not excess:
+                break
+            terms.append(w[k + t] * -mpmath.expm1(e - loss))
+        ov = mpmath.fsum(terms)
+        return (leak + ov) / C, leak / C, ov / C
+
+
+def mp_delta_star(kind, param, s, eps, H):
+    """Exact ``max_{1<=h<=H} delta_h(eps)`` as mpf."""
+    t = (int(s) - 1) // 2
+    top = min(int(H), 2 * t + 1)
+    return max(mp_defect(kind, param, s, eps, h)[0] for h in range(1, top + 1))
+
+
+def mp_channel_rows(weights):
+    """Exact row-normalized probabilities (list of lists of mpf) of a dense weight matrix."""
+    mpmath = _mp()
+    W = np.asarray(weights, dtype=float)
+    with mpmath.workdps(_MP_DPS):
+        rows = []
+        for r in W:
+            vals = [mpmath.mpf(float(v)) for v in r]
+            z = mpmath.fsum(vals)
+            rows.append([v / z for v in vals])
+    return rows
+
+
+def mp_channel_delta(rows, inputs, eps, H=None):
+    """Exact ``sup`` over ordered pairs with ``0 < |x - x'| <= H`` of the hockey-stick defect (mpf)."""
+    mpmath = _mp()
+    with mpmath.workdps(_MP_DPS):
+        E = mpmath.exp(mpmath.mpf(float(eps)))
+        best = mpmath.mpf(0)
+        n = len(rows)
+        for i in range(n):
+            for j in range(n):
+                if i == j or (H is not None and abs(int(inputs[i]) - int(inputs[j])) > H):
+                    continue
+                d = mpmath.fsum(max(mpmath.mpf(0), p - E * q) for p, q in zip(rows[i], rows[j]))
+                best = max(best, d)
+        return best

@@ -1,4 +1,4 @@
-"""Log-space tail and range sums of the two radius-truncated kernels.
+r"""Log-space tail and range sums of the two radius-truncated kernels, with rigorous bounds.
 
 A kernel is a symmetric weight ``w(k) = w(|k|)``, nonincreasing in ``|k|``,
 restricted to the window ``|k| <= t``:
@@ -7,24 +7,79 @@ restricted to the window ``|k| <= t``:
 * Gaussian (Definition 13): ``log w(k) = -k^2 / (2 sigma^2)``.
 
 Everything the accountant needs reduces to sums of ``w`` over integer ranges,
-which are served here in log space so that nothing underflows: the Laplace
-sums are geometric series in closed form (O(1) each, for any ``t``, including
-``t`` in the billions); the Gaussian ones come from one suffix array of
-``log sum_{i >= j} w(i)`` built with ``np.logaddexp.accumulate`` (O(t) once per
-mechanism, then O(1) a lookup).
+served here in log space so that nothing underflows.  Each kernel gives the
+numerator of the defect (Theorems 3 and 9) as a short list of nonnegative log
+terms, in one of three modes:
+
+* ``"near"``: ordinary round-to-nearest evaluation (the value ``delta`` reports);
+* ``"up"`` / ``"dn"``: a rigorous upper / lower bound on the exact term.
+
+Which way the numbers err
+-------------------------
+The bounds use directed rounding written out in numpy: after every
+correctly rounded ``+ - * /`` the result is moved one unit outward with
+``np.nextafter`` (which always contains the exact result of that operation on
+the same operands), and every elementary function (``exp``, ``expm1``,
+``log``, ``log1p``) is widened by ``4u |r| + 2^-1072`` (``u = 2^-53``): the
+functions are assumed accurate to 2 ulp, which ``tests/test_rigor.py`` checks
+against mpmath (they measure below 1 ulp).  Terms that underflow are covered
+by an absolute slack of ``2^-1072`` per nonempty term, added by the
+accountant.
+
+* Laplace: every sum is a geometric closed form.  The overlap excess is split
+  into three nonnegative products (no cancellation, see
+  :meth:`LaplaceKernel.numerator_terms`) and the excess set is decided
+  *exactly*: ``lam m > eps`` is evaluated with an error-free product
+  (Dekker's ``TwoProduct``), so ``eps`` within rounding of ``lam h`` is
+  classified correctly and ``lam m - eps`` is known to 2 ulp.
+* Gaussian: one suffix array ``S_j = log sum_{i >= j} w(i)``.  Where
+  ``w(j) >= e^-690`` (the *head*) it is summed in linear space with an exact
+  running error term (a compensated, double-double prefix sum: relative error
+  ``u`` plus ``(N u)^2``, independent of the length); beyond (the *tail*) with
+  ``np.logaddexp.accumulate``.  A per-entry bound ``e_j`` on
+  ``|S_j(computed) - S_j(exact)|`` is derived a priori (lazily, on the first
+  request for a bound; see :meth:`GaussianKernel._error_bounds`) and kept as
+  float32 rounded up.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
-__all__ = ["LaplaceKernel", "GaussianKernel", "logsubexp", "check_gaussian_s", "GAUSSIAN_MAX_S"]
+__all__ = [
+    "LaplaceKernel",
+    "GaussianKernel",
+    "logsubexp",
+    "check_gaussian_s",
+    "GAUSSIAN_MAX_S",
+    "U",
+    "TINY",
+    "up",
+    "dn",
+    "exp_up",
+    "exp_dn",
+    "log_up",
+    "log_dn",
+]
 
 _NEG_INF = -np.inf
 #: Largest Gaussian support size: the suffix array holds t + 2 floats (2^26 radii, 512 MiB).
 GAUSSIAN_MAX_S = (1 << 27) + 1
+
+#: Unit roundoff of float64 (round to nearest).
+U = 2.0**-53
+# Elementary functions are assumed accurate to 2 ulp: relative error <= 4u (measured < 1 ulp).
+_FN_REL = 4.0 * U * (1.0 + 2.0**-20)
+#: Absolute slack for results in the subnormal range (4 units of the smallest subnormal).
+TINY = 2.0**-1072
+# Gaussian head: offsets with w(j) = e^{-j^2/(2 sigma^2)} >= e^{-690} are summed in linear space.
+_HEAD_LOG = 690.0
+# Gaussian tail: the error recurrence is used while (2j + 1) / (2 sigma^2) < 40, closed-form bounds beyond.
+_STEEP = 40.0
+_CHUNK = 1 << 20
 
 
 def check_gaussian_s(s: int, name: str = "s") -> int:
@@ -37,6 +92,9 @@ def check_gaussian_s(s: int, name: str = "s") -> int:
     return s
 
 
+# ---------------------------------------------------------------------------
+# nearest and directed elementwise helpers
+# ---------------------------------------------------------------------------
 def logsubexp(x, y):
     """``log(exp(x) - exp(y))`` for ``x >= y``, elementwise; ``-inf`` when equal."""
     x = np.asarray(x, dtype=float)
@@ -46,6 +104,150 @@ def logsubexp(x, y):
     return np.where((y >= x) | np.isneginf(x), _NEG_INF, np.where(np.isneginf(y), x, out))
 
 
+def up(x):
+    """One unit up: an upper bound on the exact result of the correctly rounded operation giving ``x``."""
+    return np.nextafter(x, np.inf)
+
+
+def dn(x):
+    """One unit down: a lower bound on the exact result of the operation giving ``x``."""
+    return np.nextafter(x, -np.inf)
+
+
+def _fup(r):
+    """Upper bound on the exact value of an elementary function whose double result is ``r`` (finite)."""
+    return np.nextafter(r + (_FN_REL * np.abs(r) + TINY), np.inf)
+
+
+def _fdn(r):
+    return np.nextafter(r - (_FN_REL * np.abs(r) + TINY), -np.inf)
+
+
+def _exp_up(x):
+    r = np.exp(x)
+    return np.where(np.isinf(r), r, _fup(r))
+
+
+def _exp_dn(x):
+    r = np.exp(x)
+    return np.where(np.isinf(r), r, np.maximum(_fdn(r), 0.0))
+
+
+def _log_up(y):
+    r = np.log(y)
+    return np.where(np.isfinite(r), _fup(r), r)
+
+
+def _log_dn(y):
+    r = np.log(y)
+    return np.where(y > 0, np.where(np.isfinite(r), _fdn(r), r), _NEG_INF)
+
+
+def exp_up(x):
+    """Upper bound on ``e^x`` for an exact argument ``x`` (``+inf`` stays ``+inf``)."""
+    with np.errstate(all="ignore"):
+        return _exp_up(x)
+
+
+def exp_dn(x):
+    """Lower bound (>= 0) on ``e^x``."""
+    with np.errstate(all="ignore"):
+        return _exp_dn(x)
+
+
+def log_up(y):
+    """Upper bound on ``log y`` for exact ``y >= 0`` (``-inf`` at 0)."""
+    with np.errstate(all="ignore"):
+        return _log_up(y)
+
+
+def log_dn(y):
+    """Lower bound on ``log y``; ``-inf`` for ``y <= 0``."""
+    with np.errstate(all="ignore"):
+        return _log_dn(y)
+
+
+# The helpers below run inside the callers' ``np.errstate(all="ignore")`` (infinities are
+# expected: empty ranges are -inf, and every such case is masked afterwards).
+def _log1mexp(x, mode):
+    """``log(1 - e^{-x})`` for ``x >= 0`` (increasing in ``x``): nearest, or a bound from a bounding ``x``."""
+    g = -np.expm1(-x)
+    if mode == "near":
+        return np.log(g)
+    if mode == "up":
+        return _log_up(np.minimum(_fup(g), 1.0))
+    return _log_dn(_fdn(g))
+
+
+def _logaddexp(a, b, mode):
+    """``log(e^a + e^b)``; for ``up``/``dn`` a bound given bounding ``a`` and ``b``."""
+    if mode == "near":
+        return np.logaddexp(a, b)
+    m = np.maximum(a, b)
+    n = np.minimum(a, b)
+    if mode == "up":
+        out = up(m + _fup(np.log1p(_exp_up(up(n - m)))))
+    else:
+        out = dn(m + np.maximum(_fdn(np.log1p(_exp_dn(dn(n - m)))), 0.0))
+    return np.where(m == _NEG_INF, _NEG_INF, np.where(n == _NEG_INF, m, out))
+
+
+def _logsubexp(x, y, mode):
+    """``log(e^X - e^Y)`` for ``X > Y``; with ``up`` (``dn``) ``x >= X``, ``y <= Y`` (``x <= X``, ``y >= Y``)."""
+    if mode == "near":
+        return logsubexp(x, y)
+    if mode == "up":
+        z = dn(y - x)  # smaller z, larger 1 - e^z
+        g = np.minimum(_fup(-np.expm1(z)), 1.0)
+        ux = up(x)
+        out = np.minimum(up(x + _log_up(g)), ux)
+        # bounds that do not separate: e^X - e^Y <= e^X <= e^x
+        return np.where(x == _NEG_INF, _NEG_INF, np.where(z < 0, out, ux))
+    z = up(y - x)
+    g = _fdn(-np.expm1(z))
+    out = dn(x + _log_dn(g))
+    return np.where((z < 0) & (g > 0) & (x > _NEG_INF), out, _NEG_INF)
+
+
+def _add(a, b, mode):
+    s = a + b
+    return s if mode == "near" else (up(s) if mode == "up" else dn(s))
+
+
+def _quiet(fn):
+    """Run ``fn`` with floating-point warnings off (see the note above ``_log1mexp``)."""
+
+    def wrapped(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+
+    wrapped.__name__, wrapped.__doc__, wrapped.__qualname__ = fn.__name__, fn.__doc__, fn.__qualname__
+    return wrapped
+
+
+def _flip(mode):
+    return {"near": "near", "up": "dn", "dn": "up"}[mode]
+
+
+def _split(a):
+    """Veltkamp split: ``a = hi + lo`` exactly, each half with at most 26 significant bits."""
+    c = 134217729.0 * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a, b):
+    """Dekker's error-free product: ``a * b = p + e`` exactly (no overflow or underflow here)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+# ---------------------------------------------------------------------------
+# kernels
+# ---------------------------------------------------------------------------
 class _Kernel:
     """Common range-sum logic; subclasses give ``log_w`` and ``log_range_nonneg``."""
 
@@ -54,26 +256,50 @@ class _Kernel:
     def log_w(self, k):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def log_range_nonneg(self, a, b):  # pragma: no cover - abstract
-        """``log sum_{i=a}^{b} w(i)`` for integer arrays ``0 <= a``, ``b <= t``; ``-inf`` if ``a > b``."""
+    def _range_nonneg(self, a, b, mode):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def log_range(self, a, b):
-        """``log sum_{k=a}^{b} w(k)`` for ``-t <= a``, ``b <= t`` (any sign), by symmetry."""
+    @_quiet
+    def log_range(self, a, b, mode="near"):
+        """``log sum_{k=a}^{b} w(k)`` for ``-t <= a``, ``b <= t`` (any sign), by symmetry.
+
+        ``mode="up"``/``"dn"``: a rigorous upper/lower bound on the exact value.
+        """
+        return self._range(a, b, mode)
+
+    def _range(self, a, b, mode):
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         a, b = np.broadcast_arrays(a, b)
         # negative part [a, min(b, -1)] mirrored to [max(1, -b), -a]
-        neg = self.log_range_nonneg(np.maximum(1, -b), -a)
-        pos = self.log_range_nonneg(np.maximum(0, a), b)
+        neg = self._range_nonneg(np.maximum(1, -b), -a, mode)
+        pos = self._range_nonneg(np.maximum(0, a), b, mode)
         neg = np.where(a <= -1, neg, _NEG_INF)
         pos = np.where(b >= 0, pos, _NEG_INF)
-        return np.logaddexp(neg, pos)
+        return _logaddexp(neg, pos, mode)
+
+    @_quiet
+    def log_range_nonneg(self, a, b, mode="near"):
+        """``log sum_{i=a}^{b} w(i)`` for integer arrays ``0 <= a``, ``b <= t``; ``-inf`` if ``a > b``.
+
+        ``mode="up"``/``"dn"``: a rigorous upper/lower bound on the exact value.
+        """
+        return self._range_nonneg(a, b, mode)
 
     @property
     def log_normalizer(self) -> float:
         """``log C_t = log sum_{|k| <= t} w(k)`` (Definitions 6 and 13)."""
-        return float(np.logaddexp(self.log_range_nonneg(0, self.t), self.log_range_nonneg(1, self.t)))
+        return self.log_normalizer_bound("near")
+
+    def log_normalizer_bound(self, mode: str) -> float:
+        """``log C_t`` rounded to nearest, or a rigorous upper (``"up"``) / lower (``"dn"``) bound."""
+        key = "_logc_" + mode
+        got = self.__dict__.get(key)
+        if got is None:
+            with np.errstate(all="ignore"):
+                got = float(_logaddexp(self._range_nonneg(0, self.t, mode), self._range_nonneg(1, self.t, mode), mode))
+            self.__dict__[key] = got
+        return got
 
     def moment_sums(self):
         """``(sum_{j=1}^t j w(j), sum_{j=1}^t j^2 w(j))`` for Propositions 1 and 3."""
@@ -81,13 +307,25 @@ class _Kernel:
 
 
 class LaplaceKernel(_Kernel):
-    """``w(k) = exp(-lam |k|)`` on ``|k| <= t``; geometric closed forms."""
+    r"""``w(k) = exp(-lam |k|)`` on ``|k| <= t``; geometric closed forms.
+
+    With ``q = e^{-lam}`` and ``G(a, n) = sum_{j=a}^{a+n-1} q^j
+    = q^a (1 - q^n) / (1 - q)``, every quantity is a product of factors
+    ``e^{-lam a}``, ``1 - e^{-x}`` and ``1/(1 - q)``, each evaluated (in log
+    space) to a few ulp: no subtraction of nearly equal numbers occurs.
+    """
 
     def __init__(self, lam: float, t: int):
         self.lam = float(lam)
         self.t = int(t)
-        # log(1 - e^{-lam}) without cancellation for tiny lam
-        self._log_one_minus_q = float(np.log(-np.expm1(-self.lam)))
+        # log(1 - e^{-lam}) without cancellation for tiny lam, and its bounds
+        with np.errstate(all="ignore"):
+            self._log_one_minus_q = float(_log1mexp(self.lam, "near"))
+            self._l1mq = {"near": self._log_one_minus_q, "up": float(_log1mexp(self.lam, "up")),
+                          "dn": float(_log1mexp(self.lam, "dn"))}
+        # lam = f 2^E with 1/2 <= f < 1: products f * m are error-free for integers m <= 2^53
+        f, E = math.frexp(self.lam)
+        self._lam_f, self._lam_e = float(f), int(E)
 
     def __repr__(self) -> str:
         return f"SparseLaplace(lam={self.lam!r}, s={2 * self.t + 1})"
@@ -95,19 +333,182 @@ class LaplaceKernel(_Kernel):
     def log_w(self, k):
         return -self.lam * np.abs(np.asarray(k, dtype=float))
 
-    def log_range_nonneg(self, a, b):
-        # sum_{i=a}^{b} q^i = q^a (1 - q^{n}) / (1 - q),  n = b - a + 1
+    def _log_geom(self, a, n, mode):
+        """``log G(a, n) = -lam a + log(1 - q^n) - log(1 - q)`` for float arrays ``a >= 0``, ``n >= 1``."""
+        lam = self.lam
+        if mode == "near":
+            return -lam * a + _log1mexp(lam * n, "near") - self._log_one_minus_q
+        if mode == "up":
+            s = up(-dn(lam * a) + _log1mexp(up(lam * n), "up"))
+            return up(s - self._l1mq["dn"])
+        s = dn(-up(lam * a) + _log1mexp(dn(lam * n), "dn"))
+        return dn(s - self._l1mq["up"])
+
+    def _range_nonneg(self, a, b, mode):
+        # sum_{i=a}^{b} q^i = G(a, n),  n = b - a + 1
         a = np.asarray(a, dtype=float)
         b = np.minimum(np.asarray(b, dtype=float), self.t)
         n = b - a + 1
-        ns = np.maximum(n, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            val = -self.lam * a + np.log(-np.expm1(-self.lam * ns)) - self._log_one_minus_q
+        val = self._log_geom(a, np.maximum(n, 1.0), mode)
         return np.where(n >= 1, val, _NEG_INF)
 
+    @_quiet
     def tail_bound(self) -> float:
-        """Rigorous upper bound on ``sum_{j > t} w(j)`` (exact geometric tail)."""
-        return float(np.exp(-self.lam * (self.t + 1) - self._log_one_minus_q))
+        """Rigorous upper bound on ``sum_{j > t} w(j) = q^{t+1} / (1 - q)`` (exact geometric tail)."""
+        arg = up(-dn(self.lam * (self.t + 1.0)) - self._l1mq["dn"])
+        return float(_exp_up(arg))
+
+    # -- the overlap excess, decided exactly -------------------------------------
+    def _lam_m_minus_eps(self, m, eps, mode="near"):
+        """``lam m - eps`` for integer-valued float arrays ``m >= 0``: ``(positive, value)``.
+
+        ``value`` is rounded to nearest, or a lower (``mode="dn"``) / upper (``"up"``) bound.
+
+        ``positive`` is the exact sign.  In plain floating point
+        ``fl(fl(lam m) - eps)`` is used, with outward rounding for the bounds;
+        where ``|lam m - eps| <= 2^-20 lam m`` (cancellation could hide the sign
+        or the leading bits) the exact split is used instead: ``lam m = 2^E (p + e)``
+        exactly (``TwoProduct`` of the mantissa ``f`` and ``m``), and the sign of
+        ``fl((p - eps') + e)``, ``eps' = eps 2^-E``, is exact (``p - eps'`` is exact
+        by Sterbenz's lemma there, and one correctly rounded addition keeps the
+        sign), with ``lam m - eps`` then known to 2 ulp.
+        """
+        # (the caller suppresses floating-point warnings)
+        p = self.lam * m
+        near = p - eps
+        d = near if mode == "near" else (up(up(p) - eps) if mode == "up" else dn(dn(p) - eps))
+        amb = np.abs(near) <= 2.0**-20 * p
+        if amb.any():
+            shape = amb.shape
+            idx = np.flatnonzero(amb.reshape(-1))
+            mm = np.broadcast_to(m, shape).reshape(-1)[idx]
+            ee = np.ldexp(np.broadcast_to(eps, shape).reshape(-1)[idx], -self._lam_e)
+            pp, e = _two_prod(self._lam_f, mm)
+            df = pp - ee
+            near = np.array(np.broadcast_to(near, shape), dtype=float)
+            near.reshape(-1)[idx] = df + e  # the sign is exact; scaled below
+            pos = near > 0
+            near.reshape(-1)[idx] = np.ldexp(near.reshape(-1)[idx], self._lam_e)
+            if mode == "near":
+                d = near
+            else:
+                d = np.array(np.broadcast_to(d, shape), dtype=float)
+                if mode == "up":
+                    d.reshape(-1)[idx] = up(np.ldexp(up(up(df) + e), self._lam_e))
+                else:
+                    d.reshape(-1)[idx] = dn(np.ldexp(dn(dn(df) + e), self._lam_e))
+            return pos, d
+        return near > 0, d
+
+    def _last_excess(self, h, eps, k1, cap, exact=True):
+        """Exact largest ``k`` in ``[k1, cap]`` with ``lam (h - 2k) > eps`` (``k1 - 1`` if none).
+
+        ``h``, ``k1``, ``cap`` float arrays of integers, ``eps`` finite with
+        ``lam h > eps``.  ``K = ceil(x) - 1`` with ``x = (h - eps/lam)/2``; the
+        rounded ``x`` errs by at most ``2u (h + eps/lam)``, so ``K`` is certain
+        unless ``x`` lies that close to an integer.  Those few are corrected by
+        the exact ``lam (h - 2K) - eps`` and verified with exact comparisons.
+        """
+        lam = self.lam
+        r = eps / lam
+        x = (h - r) / 2.0
+        K = np.minimum(np.maximum(np.ceil(x) - 1.0, k1 - 1.0), cap)
+        if not exact:  # nearest values: an index at a near tie contributes a rounding-sized term either way
+            return K
+        amb = ~(np.abs(x - np.round(x)) > 4.0 * U * (h + np.abs(r)) + 1e-300)
+        if not amb.any():
+            return K
+        idx = np.flatnonzero(amb)
+        hs, es, a1, cp = h[idx], eps[idx], k1[idx], cap[idx]
+        Ks = K[idx]
+        _, d0 = self._lam_m_minus_eps(hs - 2.0 * Ks, es)
+        Ks = np.minimum(np.maximum(Ks + np.ceil(d0 / (2.0 * lam)) - 1.0, a1 - 1.0), cp)
+        for _ in range(8):
+            here = self._lam_m_minus_eps(hs - 2.0 * Ks, es)[0]
+            nxt = self._lam_m_minus_eps(hs - 2.0 * Ks - 2.0, es)[0]
+            bad_here = (Ks >= a1) & ~here  # K claims an excess point it does not have
+            bad_next = (Ks + 1.0 <= cp) & nxt  # the next point is an excess point too
+            if not (bad_here.any() or bad_next.any()):
+                K = K.copy()
+                K[idx] = Ks
+                return K
+            Ks = np.where(bad_here, Ks - 1.0, np.where(bad_next, Ks + 1.0, Ks))
+        raise RuntimeError("internal error: the Laplace excess boundary did not settle")  # pragma: no cover
+
+    @_quiet
+    def numerator_terms(self, eps, h, mode):
+        r"""The defect numerator ``C_t delta_h(eps)`` as nonnegative log terms (Theorem 3).
+
+        ``eps`` float, ``h`` int64 arrays of one shape with ``0 <= h <= 2t``.
+        Returns a list of ``(log_value, nonempty, part)`` with ``part`` in
+        ``{"leak", "overlap"}``.  The overlap loss is ``lam h`` for ``k <= 0``
+        and ``lam (h - 2k)`` for ``0 <= k <= h``, so the excess set on
+        ``[h - t, t]`` is ``[h - t, 0]`` (when ``h <= t`` and ``lam h > eps``)
+        followed by ``[k1, K]``, ``k1 = max(1, h - t)``.  With ``d = lam h - eps``
+        and ``d_K = lam (h - 2K) - eps`` (both > 0, from an exact product):
+
+        * region 1: ``(1 - e^{-d}) G(0, t - h + 1)``;
+        * region 2: ``sum_{k=k1}^{K} (q^k - e^eps q^{h-k})
+          = q^{k1} (1 - q^{K-k1}) (1-q^n)/(1-q) + (1 - e^{-d_K}) q^K (1-q^n)/(1-q)``,
+          ``n = K - k1 + 1``,
+
+        three products of nonnegative factors.
+        """
+        t = self.t
+        hf = h.astype(float)
+        small = h <= t
+        terms = []
+        # support leakage: k = -t .. h-t-1
+        a1 = np.where(small, t - hf + 1.0, 1.0)
+        n1 = np.where(small, hf, float(t))
+        ne1 = np.where(small, h >= 1, t >= 1)
+        terms.append((self._log_geom(a1, np.maximum(n1, 1.0), mode), ne1, "leak"))
+        ne2 = ~small
+        terms.append((self._log_geom(np.zeros_like(hf), np.maximum(hf - t, 1.0), mode), ne2, "leak"))
+        # overlap: only where lam h > eps (decided exactly); computed on that subset
+        shape = hf.shape
+        pos, dh = self._lam_m_minus_eps(hf, eps, mode)
+        idx = np.flatnonzero(pos.reshape(-1) & (h.reshape(-1) >= 1))
+        logs = [np.full(hf.size, _NEG_INF) for _ in range(3)]
+        nes = [np.zeros(hf.size, dtype=bool) for _ in range(3)]
+        if idx.size:
+            hs = hf.reshape(-1)[idx]
+            es = np.broadcast_to(eps, shape).reshape(-1)[idx]
+            d = dh.reshape(-1)[idx]
+            sm = hs <= t
+            # region 1: k = h-t .. 0, all with loss lam h
+            g = self._log_geom(np.zeros_like(hs), np.maximum(t - hs + 1.0, 1.0), mode)
+            logs[0][idx] = np.where(sm, _add(_log1mexp(d, mode), g, mode), _NEG_INF)
+            nes[0][idx] = sm
+            # region 2: k = k1 .. K
+            k1 = np.maximum(1.0, hs - t)
+            cap = np.ceil(hs / 2.0) - 1.0
+            K = self._last_excess(hs, es, k1, cap, exact=mode != "near")
+            has = K >= k1
+            Ks = np.where(has, K, k1)
+            n = Ks - k1 + 1.0
+            _, dk = self._lam_m_minus_eps(hs - 2.0 * Ks, es, mode)
+            if mode == "near":  # K may sit one past a near tie: its term is then within rounding of 0
+                dk = np.maximum(dk, 0.0)
+            common = self._log_geom(np.zeros_like(hs), n, mode)  # log (1 - q^n)/(1 - q)
+            lam = self.lam
+            if mode == "near":
+                v1 = -lam * k1 + _log1mexp(lam * (Ks - k1), "near") + common
+                v2 = _log1mexp(dk, "near") - lam * Ks + common
+            else:
+                lamk1 = up(lam * k1) if mode == "dn" else dn(lam * k1)
+                lamK = up(lam * Ks) if mode == "dn" else dn(lam * Ks)
+                lamd = dn(lam * (Ks - k1)) if mode == "dn" else up(lam * (Ks - k1))
+                v1 = _add(_add(-lamk1, _log1mexp(lamd, mode), mode), common, mode)
+                v2 = _add(_add(_log1mexp(dk, mode), -lamK, mode), common, mode)
+            more = has & (Ks > k1)
+            logs[1][idx] = np.where(more, v1, _NEG_INF)
+            nes[1][idx] = more
+            logs[2][idx] = np.where(has, v2, _NEG_INF)
+            nes[2][idx] = has
+        for lv, ne in zip(logs, nes):
+            terms.append((lv.reshape(shape), ne.reshape(shape), "overlap"))
+        return terms
 
     def moment_sums(self):
         t, lam = self.t, self.lam
@@ -169,8 +570,44 @@ def _laplace_blocks_by_doubling(lam: float, block: int, nblocks: int, one):
     return total
 
 
+# ---------------------------------------------------------------------------
+# Gaussian
+# ---------------------------------------------------------------------------
+def _sequential_cumsum(x):
+    """``np.cumsum`` after checking it is the sequential recurrence ``s_i = fl(s_{i-1} + x_i)``.
+
+    The compensated sums below need each partial sum to be one correctly rounded
+    addition of the previous one; numpy's accumulate is, and this is checked
+    (falling back to ``itertools.accumulate``, sequential by definition).
+    """
+    s = np.cumsum(x)
+    if x.size > 1 and not np.array_equal(s[1:], s[:-1] + x[1:]):  # pragma: no cover - numpy is sequential
+        s = np.fromiter(itertools.accumulate(x.tolist()), dtype=float, count=x.size)
+    return s
+
+
+def _two_sum_err(a, b, s):
+    """Exact ``a + b - s`` for ``s = fl(a + b)`` (Knuth's TwoSum), elementwise."""
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+def _head_end(c: float, t: int) -> int:
+    """Largest ``J <= t`` with ``J^2 c <= 690`` (``w(J) >= e^-690``, a normal double)."""
+    if not c < math.inf:
+        return 0
+    if c == 0.0:
+        return t
+    J = min(t, int(math.sqrt(_HEAD_LOG / c)))
+    while J > 0 and float(J) * J * c > _HEAD_LOG:
+        J -= 1
+    while J < t and float(J + 1) * (J + 1) * c <= _HEAD_LOG:
+        J += 1
+    return J
+
+
 class GaussianKernel(_Kernel):
-    """``w(k) = exp(-k^2 / (2 sigma^2))`` on ``|k| <= t``; one log suffix-sum array."""
+    """``w(k) = exp(-k^2 / (2 sigma^2))`` on ``|k| <= t``; one log suffix-sum array with error bounds."""
 
     def __init__(self, sigma: float, t: int):
         self.sigma = float(sigma)
@@ -179,12 +616,19 @@ class GaussianKernel(_Kernel):
         # sigma^2 may underflow to 0: then c = inf (a point mass at 0), handled by log_w
         den = 2.0 * self.sigma * self.sigma
         self._c = 1.0 / den if den > 0 else math.inf
-        j = np.arange(self.t + 1, dtype=float)
-        logw = self.log_w(j)
-        suffix = np.empty(self.t + 2)
-        suffix[: self.t + 1] = np.logaddexp.accumulate(logw[::-1])[::-1]
-        suffix[self.t + 1] = _NEG_INF
-        self._suffix = suffix  # suffix[j] = log sum_{i=j}^{t} w(i)
+        # rigorous bounds on c = 1 / (2 sigma^2) (sigma^2 subnormal or overflowing included)
+        s2 = self.sigma * self.sigma
+        s2_dn = max(float(dn(s2)), 0.0)
+        s2_up = float(up(s2))
+        den_dn = min(2.0 * s2_dn, float(np.finfo(float).max))
+        self._c_up = float(up(1.0 / den_dn)) if den_dn > 0 else math.inf
+        self._c_dn = max(float(dn(1.0 / (2.0 * s2_up))), 0.0) if 2.0 * s2_up < math.inf else 0.0
+        self._s2 = (s2_dn, s2_up)
+        self._J = _head_end(self._c, self.t)
+        with np.errstate(all="ignore"):
+            self._suffix = self._build_suffix()  # suffix[j] = log sum_{i=j}^{t} w(i)
+        self._elog = None  # lazily: float32 bounds on |suffix - exact|
+        self._sbounds = None  # lazily, for t < 2^22: (lower, upper) bounds on the suffix array
 
     def __repr__(self) -> str:
         return f"SparseGaussian(sigma={self.sigma!r}, s={2 * self.t + 1})"
@@ -195,24 +639,272 @@ class GaussianKernel(_Kernel):
             return np.where(k == 0, 0.0, _NEG_INF)
         return -(k * k) * self._c
 
-    def log_range_nonneg(self, a, b):
+    # -- the suffix array ------------------------------------------------------------
+    def _head_chunks(self):
+        """Chunks ``(start, stop)`` of the head ``0..J``, from the top (``J``) down."""
+        J = self._J
+        for stop in range(J, -1, -_CHUNK):
+            yield max(0, stop - _CHUNK + 1), stop
+
+    def _build_suffix(self):
+        t, c, J = self.t, self._c, self._J
+        suffix = np.empty(t + 2)
+        suffix[t + 1] = _NEG_INF
+        if not c < math.inf:
+            suffix[0] = 0.0
+            suffix[1 : t + 1] = _NEG_INF
+            return suffix
+        # tail J+1..t in log space (every term below e^-690 of w(0) = 1)
+        if J < t:
+            j = np.arange(J + 1, t + 1, dtype=float)
+            suffix[J + 1 : t + 1] = np.logaddexp.accumulate((-(j * j) * c)[::-1])[::-1]
+            carry = math.exp(suffix[J + 1])
+        else:
+            carry = 0.0
+        # head 0..J in linear space, summed from the small end with an exact running error term
+        hi, lo = carry, 0.0
+        for start, stop in self._head_chunks():
+            js = np.arange(stop, start - 1, -1, dtype=float)
+            xs = np.empty(js.size + 1)
+            xs[0] = hi
+            xs[1:] = np.exp(-(js * js) * c)
+            s = _sequential_cumsum(xs)
+            err = np.cumsum(_two_sum_err(s[:-1], xs[1:], s[1:]))
+            err += lo
+            total = s[1:] + err
+            suffix[start : stop + 1] = np.log(total[::-1])
+            hi = float(s[-1] + err[-1])
+            lo = float(_two_sum_err(np.float64(s[-1]), np.float64(err[-1]), np.float64(hi)))
+        return suffix
+
+    @_quiet
+    def _error_bounds(self):
+        r"""``e[j] >= |suffix[j] - log S_j|`` (float32, rounded up), ``S_j = sum_{i >= j} w(i)`` exact.
+
+        *Inputs.*  ``c~ = fl(1/fl(2 fl(sigma^2)))`` has ``|c~/c - 1| <= 2.0001u``;
+        ``j*j`` is exact (``j <= 2^26``), so ``|log w~_j - log w_j| <= 3.0002u j^2 c``.
+
+        *Head* (``j <= J``, ``j^2 c <= 690``).  ``x_j = fl(exp(log w~_j))`` has
+        relative error ``<= 3.001u j^2 c + 4.001u``; the carry ``x_0 = fl(e^{S~_{J+1}})``
+        relative error ``psi = expm1(e_{J+1}) + 4.001u`` (plus ``2^-1074``
+        absolute).  The prefix sums are error-free transformations (TwoSum per
+        step, the errors summed separately): ``|sum~ - sum x| <= (u + (N u)^2) sum~``.
+        Hence ``rho_j = (3.001u M_j + psi x_0 + 2^-1074) / S~_j + 4.002u + 1.01 (u + (Nu)^2)``
+        with ``M_j = sum_{i=j}^{J} x_i i^2 c`` (a running sum, relative error
+        ``<= N u``, covered by a factor 1.001), and ``e_j = 1.01 rho_j + 4.002u |suffix_j|``
+        (the last term: ``log`` to 2 ulp).
+
+        *Tail* (``J < j <= J2``, ``J2`` the first ``j`` with ``(2j + 1) c >= 40``).  ``np.logaddexp(a, b) =
+        max + log1p(exp(-|a-b|))`` errs by ``eps_m <= u (|S~_m| + 7.3)``.  For the
+        ratio ``F_m = e^{S~_m} / e^{S_m}``, exactly,
+        ``F_m <= e^{eps_m} (p_m F_{m+1} + (1 - p_m)(1 + Delta_m))`` with
+        ``p_m = e^{S_{m+1} - S_m}`` and ``Delta_m = expm1(3.0002u m^2 c)`` (and the
+        mirror image for ``1/F``), so with ``X_m = sum_{i=m}^{J2} eps_i`` and
+        ``G_m = S_m - X_m`` (the products of ``p e^eps`` telescope):
+
+        ``|F_j - 1| <= e^{-G_j} sum_{m=j}^{J2} e^{G_m} (expm1(eps_m) + e^{eps_m} (w_m/e^{S_m}) Delta_m)
+        + e^{S_{J2+1} - S_j + X_j} |F_{J2+1} - 1|``.
+
+        This is evaluated with ``np.logaddexp.accumulate`` using ``S~`` for
+        ``S``; by induction from ``J2`` down, as long as every bound is
+        ``<= 0.004`` the substitution changes it by a factor ``<= 1.011``, and a
+        factor 1.03 is applied (the sum is at most ``u t / 2`` in practice).  Beyond
+        ``J2``, and wherever the induction would fail, the closed-form bounds
+        ``w_j <= S_j <= w_j / (1 - e^{-(2j+1) c})`` are used (tight to ``e^-40``
+        beyond ``J2``).
+        """
+        if self._elog is not None:
+            return self._elog
+        t, c, J = self.t, self._c, self._J
+        suffix = self._suffix
+        e = np.zeros(t + 2)
+        if not c < math.inf:
+            self._elog = np.zeros(t + 2, dtype=np.float32)
+            return self._elog
+        N = float(t + 2)
+        comp = 1.01 * (U + (N * U) ** 2)
+        # tail
+        if J < t:
+            # the recurrence up to where the kernel is steep ((2j + 1) c >= 40): beyond, the closed
+            # form is tight (relative width e^-40), and so is the bound it hands the recurrence at J2 + 1
+            J2 = t if c == 0.0 else min(t, max(J, int(math.ceil((_STEEP / c - 1.0) / 2.0))))
+            if J2 < t:
+                j = np.arange(J2 + 1, t + 1, dtype=float)
+                lo_a, up_a = self._closed_tail_bounds(j)
+                S = suffix[J2 + 1 : t + 1]
+                e[J2 + 1 : t + 1] = up(np.maximum(up_a - S, S - lo_a))
+                lo_a1, up_a1 = float(lo_a[0]), float(up_a[0])
+                S1 = float(suffix[J2 + 1])
+                F1 = float(max(up(np.expm1(S1 - lo_a1)), up(-np.expm1(S1 - up_a1)), 0.0)) * (1 + 8 * U)
+            else:
+                up_a1, F1 = _NEG_INF, 0.0
+            failed_below = None
+            acc, X = _NEG_INF, 0.0
+            for stop in range(J2, J, -_CHUNK):
+                start = max(J + 1, stop - _CHUNK + 1)
+                j = np.arange(stop, start - 1, -1, dtype=float)  # descending
+                S = suffix[start : stop + 1][::-1]
+                logw = -(j * j) * c
+                epsm = U * (np.abs(S) + 7.3) * 1.001
+                Xc = np.cumsum(epsm) + X  # X_m = sum_{i=m}^{J2} eps_i
+                delta = np.expm1(3.0002 * U * (j * j) * c) * 1.001
+                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                    y = np.expm1(epsm) * 1.001 + np.exp(epsm) * np.exp(logw - S) * delta
+                    G = S - Xc
+                    a = np.logaddexp.accumulate(np.concatenate([[acc], G + np.log(y)]))[1:]
+                    E = np.exp(a - G)
+                    if F1 > 0:
+                        E = E + np.exp(up_a1 - S + Xc) * F1
+                E = E * 1.03
+                ok = E <= 0.004
+                if not ok.all():
+                    first = int(np.argmin(ok))
+                    failed_below = int(j[first])  # this index and every smaller one use the closed form
+                    E[first:] = np.inf
+                e[start : stop + 1] = (1.01 * E)[::-1]
+                acc, X = float(a[-1]), float(Xc[-1])
+                if failed_below is not None:
+                    break
+            if failed_below is not None:  # pragma: no cover - needs |S| * length * u near 1e-3
+                j = np.arange(J + 1, failed_below + 1, dtype=float)
+                lo_a, up_a = self._closed_tail_bounds(j)
+                S = suffix[J + 1 : failed_below + 1]
+                e[J + 1 : failed_below + 1] = up(np.maximum(up_a - S, S - lo_a))
+            e_carry = float(e[J + 1])
+            carry = math.exp(suffix[J + 1])
+        else:
+            e_carry, carry = 0.0, 0.0
+        psi = (math.expm1(e_carry) * 1.001 + 4.001 * U) if e_carry < 1.0 else math.inf
+        carry_err = (psi * carry if carry > 0 else 0.0) + 2.0**-1074
+        # head: recompute the chunks (deterministic: the same values as the construction)
+        hi, lo, M = carry, 0.0, 0.0
+        for start, stop in self._head_chunks():
+            js = np.arange(stop, start - 1, -1, dtype=float)
+            xs = np.empty(js.size + 1)
+            xs[0] = hi
+            q = (js * js) * c
+            xs[1:] = np.exp(-q)
+            s = _sequential_cumsum(xs)
+            err = np.cumsum(_two_sum_err(s[:-1], xs[1:], s[1:]))
+            err += lo
+            total = s[1:] + err
+            if not np.array_equal(np.log(total[::-1]), suffix[start : stop + 1]):  # pragma: no cover
+                raise RuntimeError("internal error: the Gaussian head sums are not reproducible")
+            Ms = np.cumsum(xs[1:] * q) + M
+            rho = (3.001 * U * Ms * 1.001 + carry_err) / total * 1.001 + 4.002 * U + comp
+            ls = suffix[start : stop + 1][::-1]
+            e[start : stop + 1] = (1.01 * rho + 4.002 * U * np.abs(ls))[::-1]
+            hi = float(s[-1] + err[-1])
+            lo = float(_two_sum_err(np.float64(s[-1]), np.float64(err[-1]), np.float64(hi)))
+            M = float(Ms[-1])
+        e32 = e.astype(np.float32)
+        e32 = np.where(e32.astype(float) < e, np.nextafter(e32, np.float32(np.inf)), e32)
+        self._elog = e32
+        return e32
+
+    def _closed_tail_bounds(self, j):
+        """``[log w_j, log w_j - log(1 - e^{-(2j+1) c})]`` as rigorous (lower, upper) bounds on ``log S_j``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            jj = j * j  # exact for j <= 2^26
+            lo = -up(jj * self._c_up)
+            hi = up(-dn(jj * self._c_dn) - _log1mexp(dn((2.0 * j + 1.0) * self._c_dn), "dn"))
+        return lo, hi
+
+    def _suffix_bounds(self, idx, side):
+        """Lower (``side="dn"``) or upper bounds on ``log S_j`` at the indices ``idx``."""
+        if self._sbounds is None and self.t < (1 << 22):
+            e = self._error_bounds().astype(float)
+            self._sbounds = (dn(self._suffix - e), up(self._suffix + e))
+        if self._sbounds is not None:
+            return self._sbounds[0 if side == "dn" else 1][idx]
+        e = self._error_bounds()[idx].astype(float)
+        return dn(self._suffix[idx] - e) if side == "dn" else up(self._suffix[idx] + e)
+
+    def _range_nonneg(self, a, b, mode):
         a = np.asarray(a, dtype=np.int64)
         b = np.minimum(np.asarray(b, dtype=np.int64), self.t)
         empty = a > b
-        ai = np.clip(a, 0, self.t + 1)
-        bi = np.clip(b + 1, 0, self.t + 1)
-        val = logsubexp(self._suffix[ai], self._suffix[bi])
+        top = self.t + 1
+        ai = np.minimum(np.maximum(a, 0), top)
+        bi = np.minimum(np.maximum(b + 1, 0), top)
+        if mode == "near":
+            val = logsubexp(self._suffix[ai], self._suffix[bi])
+        elif mode == "up":
+            val = _logsubexp(self._suffix_bounds(ai, "up"), self._suffix_bounds(bi, "dn"), "up")
+        else:
+            val = _logsubexp(self._suffix_bounds(ai, "dn"), self._suffix_bounds(bi, "up"), "dn")
         return np.where(empty, _NEG_INF, val)
 
     def tail_bound(self) -> float:
-        """Upper bound on ``sum_{j > t} w(j)``.
+        """Rigorous upper bound on ``sum_{j > t} w(j)``.
 
         For ``j >= t+1``, ``j^2 >= (t+1)^2 + 2(t+1)(j-t-1)``, so the tail is at most
         the geometric series ``w(t+1) / (1 - exp(-(t+1)/sigma^2))``.
         """
-        u = self.t + 1
-        with np.errstate(divide="ignore", over="ignore"):  # c = 0 (huge sigma): the bound is +inf
-            return float(np.exp(-u * u * self._c - np.log(-np.expm1(-2.0 * u * self._c))))
+        u = float(self.t + 1)
+        with np.errstate(all="ignore"):
+            arg = up(-dn(u * u * self._c_dn) - _log1mexp(dn(2.0 * u * self._c_dn), "dn"))
+            return float(_exp_up(arg))
+
+    @_quiet
+    def numerator_terms(self, eps, h, mode):
+        r"""The defect numerator ``Gamma_t delta_h(eps)`` as nonnegative log terms (Theorem 9).
+
+        Leakage ``sum_{k=-t}^{h-t-1} w(k)``; overlap ``A - e^eps B`` with
+        ``A = sum_{k=h-t}^{K} w(k)``, ``B = sum_{k=-t}^{K-h} w(k)`` and ``K`` the
+        last index below Proposition 2's ``kappa_h = h/2 - sigma^2 eps / h``.
+        For the bounds ``kappa`` is enclosed in ``[kappa_dn, kappa_up]`` (directed
+        rounding); indices ``k <= K_lo = ceil(kappa_dn) - 1`` are certainly in the
+        excess set, and the at most few indices in ``(K_lo, K_hi]`` have
+        ``0 <= L(k) - eps <= 2 h c (kappa_up - kappa_dn)``, so their positive parts
+        are at most ``w(k) min(1, 2 h c (kappa_up - kappa_dn))`` (an extra term
+        of the upper bound; the lower bound omits them).
+        """
+        t = self.t
+        terms = [(self._range(np.full_like(h, -t), h - t - 1, mode), h >= 1, "leak")]
+        lo = h - t
+        if mode == "near":
+            last = _gaussian_last_excess(self, h, eps)
+            last = np.minimum(np.maximum(last, lo - 1), t).astype(np.int64)
+            nonempty = (last >= lo) & (h >= 1)
+            a_hi = np.where(nonempty, last, lo)
+            log_a = self._range(lo, a_hi, "near")
+            log_b = self._range(np.full_like(lo, -t), a_hi - h, "near")
+            ov = np.where(nonempty, logsubexp(log_a, eps + log_b), _NEG_INF)
+            terms.append((ov, nonempty, "overlap"))
+            return terms
+        hf = h.astype(float)
+        s2_dn, s2_up = self._s2
+        se_up = up(s2_up * eps)
+        se_dn = np.maximum(dn(s2_dn * eps), 0.0)
+        k_up = up(hf / 2.0 - dn(se_dn / hf))
+        k_dn = dn(hf / 2.0 - up(se_up / hf))
+        pos_h = h >= 1
+        lof = lo - 1.0
+        K_lo = np.ceil(k_dn) - 1.0
+        K_hi = np.ceil(k_up) - 1.0
+        K_lo = np.where(pos_h & np.isfinite(K_lo), np.minimum(np.maximum(K_lo, lof), float(t)), lof).astype(np.int64)
+        K_hi = np.where(pos_h & np.isfinite(K_hi), np.minimum(np.maximum(K_hi, lof), float(t)), lof).astype(np.int64)
+        K_hi = np.maximum(K_hi, K_lo)
+        nonempty = K_lo >= lo
+        a_hi = np.where(nonempty, K_lo, lo)
+        log_a = self._range(lo, a_hi, mode)
+        log_b = self._range(np.full_like(lo, -t), a_hi - h, _flip(mode))
+        if mode == "up":
+            ov = _logsubexp(log_a, dn(eps + log_b), "up")
+        else:
+            ov = _logsubexp(log_a, up(eps + log_b), "dn")
+        terms.append((np.where(nonempty, ov, _NEG_INF), nonempty, "overlap"))
+        if mode == "up":
+            edge = K_hi > K_lo
+            if edge.any():
+                F = up(up(2.0 * hf * self._c_up) * up(k_up - k_dn))
+                lf = _log_up(np.minimum(np.where(edge, F, 0.0), 1.0))
+                b_lo = np.where(edge, K_lo + 1, lo)
+                b_hi = np.where(edge, K_hi, lo)
+                lb = _add(self._range(b_lo, b_hi, "up"), lf, "up")
+                terms.append((np.where(edge, lb, _NEG_INF), edge, "overlap"))
+        return terms
 
     def moment_sums(self):
         t = self.t
@@ -230,23 +922,8 @@ class GaussianKernel(_Kernel):
         return s1, s2
 
 
-def _laplace_last_excess(self, h, eps):
-    """Largest ``k`` with overlap loss ``lam(|k-h| - |k|) > eps`` (or ``-inf``).
-
-    The loss equals ``lam h`` for ``k <= 0``, ``lam (h - 2k)`` on ``[0, h]`` and
-    ``-lam h`` beyond, so it is nonincreasing in ``k`` and the excess set is the
-    prefix ``k < (h - eps/lam)/2`` whenever ``lam h > eps`` (Theorem 5's condition
-    ``lam H <= eps`` is exactly the case where it is empty).
-    """
-    h = np.asarray(h, dtype=float)
-    eps = np.asarray(eps, dtype=float)
-    with np.errstate(invalid="ignore", over="ignore"):
-        k = np.ceil((h - eps / self.lam) / 2.0) - 1.0
-    return np.where(self.lam * h > eps, k, -np.inf)
-
-
 def _gaussian_last_excess(self, h, eps):
-    """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 2)."""
+    """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 2), rounded."""
     h = np.asarray(h, dtype=float)
     eps = np.asarray(eps, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -255,5 +932,4 @@ def _gaussian_last_excess(self, h, eps):
     return np.where(h > 0, k, -np.inf)
 
 
-LaplaceKernel.last_excess_index = _laplace_last_excess
 GaussianKernel.last_excess_index = _gaussian_last_excess

@@ -5,11 +5,13 @@ Each function says which way it errs:
 * :func:`minimum_support` — Theorem 4 (and its Gaussian twin): necessary,
   ``delta_h = 1`` exactly when ``h > s - 1``.
 * :func:`laplace_clean_delta` — Theorem 5's identity (exact, under its conditions).
-* :func:`laplace_clean_bound` — Theorem 5's bound: an *upper* bound on ``delta_star``.
+* :func:`laplace_clean_bound` — Theorem 5's bound: an *upper* bound on ``delta_star``
+  (evaluated with outward rounding, so it is an upper bound in floating point too).
 * :func:`laplace_sufficient_support` — Corollary 2: a *sufficient* ``s`` (an
   upper bound on the smallest feasible one; see :func:`sparseldp.smallest_support`
   for the exact value).
-* :func:`gaussian_clean_delta`, :func:`gaussian_clean_bound` — Theorem 11.
+* :func:`gaussian_clean_delta`, :func:`gaussian_clean_bound` — Theorem 11 (the bound
+  rounded outward, like Theorem 5's).
 * :func:`gaussian_window` — Corollary 4: a range of sufficient ``s``.
 * :func:`kappa` — Proposition 2's overlap threshold (exact).
 * :func:`laplace_pure_sufficient` — Corollary 1: sufficient for pure LDP under
@@ -26,7 +28,7 @@ import math
 
 import numpy as np
 
-from ._kernels import GaussianKernel, LaplaceKernel
+from ._kernels import GaussianKernel, LaplaceKernel, dn, exp_up, log_up, up
 from ._validation import (
     check_bool,
     check_int,
@@ -104,8 +106,11 @@ def _clean_conditions_laplace(eps, lam, s, H):
 def laplace_clean_delta(*, eps, lam, s, h, H=None):
     r"""Theorem 5: ``delta_h = C_t^{-1} sum_{j=t-h+1}^{t} e^{-lam j}`` (pure support leakage).
 
-    Exact when ``lam H <= eps`` and ``s >= 2H + 1`` (``H`` defaults to ``max(h)``);
-    ``ValueError`` otherwise.  Broadcasts over ``h``.
+    Exact (up to rounding to nearest) when ``lam H <= eps`` and ``s >= 2H + 1``
+    (``H`` defaults to ``max(h)``); ``ValueError`` otherwise.  ``lam H`` may
+    exceed ``eps`` by a relative ``1e-12`` (the rounding of ``lam = eps / H``):
+    the exact ``delta_h`` is then larger by at most ``lam H - eps``.
+    Broadcasts over ``h``.
     """
     eps = check_nonnegative(eps, "eps")
     lam = check_positive(lam, "lam")
@@ -120,6 +125,8 @@ def laplace_clean_bound(*, eps, lam, s, H, loose=False) -> float:
 
     An upper bound on ``delta_star(eps, lam, s; H)`` under ``lam H <= eps`` and
     ``s >= 2H + 1``; ``loose=True`` gives the second, normalizer-free form.
+    Rounded outward; when ``lam H`` exceeds ``eps`` within the tolerated
+    ``1e-12`` relative, ``lam H - eps`` (a bound on the overlap excess) is added.
     """
     eps = check_nonnegative(eps, "eps")
     lam = check_positive(lam, "lam")
@@ -128,10 +135,14 @@ def laplace_clean_bound(*, eps, lam, s, H, loose=False) -> float:
     loose = check_bool(loose, "loose")
     _clean_conditions_laplace(eps, lam, s, H)
     t = (s - 1) // 2
-    log_b = math.log(H) - lam * (t - H + 1)
+    # rounded outward (an upper bound also in floating point): log H up, lam (t - H + 1) down, C_t down
+    log_b = up(float(log_up(float(H))) - float(dn(lam * (t - H + 1))))
     if not loose:
-        log_b -= LaplaceKernel(lam, t).log_normalizer
-    return math.exp(log_b)
+        log_b = up(log_b - LaplaceKernel(lam, t).log_normalizer_bound("dn"))
+    # within the tolerated rounding lam H may exceed eps by d > 0: the overlap excess is then at most
+    # sum_k w(k)/C_t (1 - e^{-(L(k) - eps)}) <= d, so d is added (0 when lam H <= eps)
+    excess = max(float(up(up(lam * H) - eps)), 0.0)
+    return float(up(exp_up(log_b) + excess)) if excess > 0 else float(exp_up(log_b))
 
 
 def laplace_sufficient_support(*, eps, delta, H, lam=None) -> int:
@@ -202,11 +213,16 @@ def gaussian_clean_bound(*, eps, sigma, s, H, loose=False) -> float:
     loose = check_bool(loose, "loose")
     _clean_conditions_gaussian(eps, sigma, s, H)
     t = (s - 1) // 2
-    den = 2 * sigma * sigma
-    log_b = math.log(H) - ((t - H + 1) ** 2 / den if den > 0 else math.inf)  # t >= H here: (t-H+1)^2 > 0
+    kern = GaussianKernel(sigma, t)
+    # rounded outward: (t-H+1)^2 / (2 sigma^2) bounded below with c >= kern._c_dn, Gamma_t from below
+    q = float(t - H + 1) ** 2  # t >= H here: (t-H+1)^2 > 0, exact below 2^53
+    log_b = up(float(log_up(float(H))) - float(dn(q * kern._c_dn)))
     if not loose:
-        log_b -= GaussianKernel(sigma, t).log_normalizer
-    return math.exp(log_b)
+        log_b = up(log_b - kern.log_normalizer_bound("dn"))
+    # the condition eps >= H (2t - H) c is checked in floating point; if the exact largest loss exceeds
+    # eps by d > 0, the overlap excess is at most d (as for Theorem 5), which is added
+    excess = max(float(up(up(float(H * (2 * t - H)) * kern._c_up) - eps)), 0.0)
+    return float(up(exp_up(log_b) + excess)) if excess > 0 else float(exp_up(log_b))
 
 
 def gaussian_window(*, eps, delta, sigma, H) -> tuple[int, int] | None:

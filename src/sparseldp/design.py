@@ -40,10 +40,20 @@ feasible ``sigma``).  :func:`design` scans ``s`` upward from the smallest size
 that admits any feasible parameter, finds the extreme feasible parameter for
 each ``s`` (log grid, then bisection on the crossing), and stops once a proven
 lower bound on every larger ``s``'s distortion exceeds the best found.  The
-returned certificate (``delta_star`` at the chosen design) is exact; the
-optimality is up to the parameter grid (48 points per decade band) and the
-bisection tolerance, because ``delta_star`` is not proven unimodal in the
-kernel parameter.
+returned certificate (``Design.delta_star``) is a rigorous *upper bound* on the
+exact ``delta_star`` of the chosen design; the optimality is up to the
+parameter grid (48 points per decade band) and the bisection tolerance,
+because ``delta_star`` is not proven unimodal in the kernel parameter.
+
+Which way the answers err
+-------------------------
+Every feasibility test compares the rigorous upper bound
+(:meth:`SparseLaplace.delta_star_upper`) with ``delta``, so every returned
+design certifiably meets the target.  Infeasibility proofs use rigorous
+*lower* bounds (the limit bound below).  "Smallest ``s``" therefore means the
+smallest ``s`` whose upper bound meets ``delta``: a size whose exact
+``delta_star`` is within rounding (a few ``1e-16``) of ``delta`` may be passed
+over because it cannot be certified.
 """
 
 from __future__ import annotations
@@ -54,7 +64,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_probability
-from .accounting import defect_parts
+from ._kernels import dn, exp_dn, up
+from .accounting import defect_bounds
 from ._search import extreme_feasible, scan_radii
 from .errors import InfeasibleError
 from .mechanisms import SparseGaussian, SparseLaplace
@@ -70,8 +81,10 @@ _T_CAP = {"laplace": 1 << 52, "gaussian": 1 << 26}  # s <= 2^53 + 1 (MAX_S); Gau
 class Design:
     """A designed mechanism with its certificate.
 
-    ``delta_star`` is the exact ``max_{1<=h<=H} delta_h(eps)`` of ``mechanism``
-    (``<= delta``); ``r1``, ``r2`` its distortion moments.
+    ``delta_star`` is a rigorous upper bound on the exact
+    ``max_{1<=h<=H} delta_h(eps)`` of ``mechanism`` (its
+    :meth:`~SparseLaplace.delta_star_upper`), and ``<= delta``; ``r1``, ``r2``
+    its distortion moments.
     """
 
     family: str
@@ -114,21 +127,31 @@ def _make(family: str, param: float, t: int):
     return SparseGaussian(sigma=param, s=2 * t + 1)
 
 
-def _delta_star(family, param, t, eps, H) -> float:
-    from .accounting import delta_profile
+def _delta_star(family, param, t, eps, H, delta) -> float:
+    """``delta_star`` of the radius-``t`` mechanism for the test ``<= delta``: the rigorous upper
+    bound whenever it matters (:func:`sparseldp.accounting.certified_delta_star`)."""
+    from .accounting import certified_delta_star
 
-    return float(delta_profile(_make(family, param, t).kernel, eps, H)[0])
+    return certified_delta_star(_make(family, param, t).kernel, eps, H, delta)
 
 
 def _limit_lower_bound(family, param, t, eps, H) -> float:
-    """Lower bound on ``max_h delta_h^inf`` (the s -> infinity limit), valid for all radii >= t."""
+    """Rigorous lower bound on ``max_h delta_h^inf`` (the s -> infinity limit), valid for all radii >= t.
+
+    ``delta_h^inf >= O_t / (C_t + 2 T_t) = overlap_t / (1 + 2 T_t / C_t)`` (module
+    docstring), evaluated with a lower bound on the normalized overlap, an
+    upper bound on the tail ``T_t`` and a lower bound on ``C_t``.
+    """
     kern = _make(family, param, t).kernel
     hs = np.arange(1, min(H, 2 * t) + 1)
     if hs.size == 0:
         return 0.0
-    _, _, overlap = defect_parts(kern, eps, hs)
-    c = math.exp(kern.log_normalizer)
-    return float(overlap.max() * c / (c + 2.0 * kern.tail_bound()))
+    _, _, overlap = defect_bounds(kern, eps, hs, upper=False)
+    c_dn = float(exp_dn(kern.log_normalizer_bound("dn")))
+    if c_dn <= 0.0:
+        return 0.0
+    ratio = float(up(up(2.0 * kern.tail_bound()) / c_dn))
+    return max(float(dn(float(overlap.max()) / up(1.0 + ratio))), 0.0)
 
 
 def _params(family, lam, sigma):
@@ -146,7 +169,7 @@ def _smallest_radius(family, param, eps, H, delta) -> int:
     if delta >= 1.0:
         return 0
     t_lo = (H + 1) // 2  # smallest t with 2t >= H (Theorem 4: below it delta_H = 1)
-    if _delta_star(family, param, t_lo, eps, H) <= delta:
+    if _delta_star(family, param, t_lo, eps, H, delta) <= delta:
         return t_lo
     hi = t_lo
     while True:
@@ -157,7 +180,7 @@ def _smallest_radius(family, param, eps, H, delta) -> int:
                 f"(eps = {eps:g}, H = {H}, {_pname(family)} = {param:g}) and the limit s -> infinity "
                 "could not be separated from delta in floating point"
             )
-        if _delta_star(family, param, hi, eps, H) <= delta:
+        if _delta_star(family, param, hi, eps, H, delta) <= delta:
             break
         bound = _limit_lower_bound(family, param, hi, eps, H)
         if bound > delta:
@@ -169,7 +192,7 @@ def _smallest_radius(family, param, eps, H, delta) -> int:
     # invariant: t = lo infeasible, t = hi feasible; delta_star nonincreasing in t
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _delta_star(family, param, mid, eps, H) <= delta:
+        if _delta_star(family, param, mid, eps, H, delta) <= delta:
             hi = mid
         else:
             lo = mid
@@ -190,13 +213,16 @@ def _validate_target(eps, delta, H, family):
 
 
 def smallest_support(family, *, eps, delta, H, lam=None, sigma=None) -> int:
-    """The exact smallest odd ``s`` with ``delta_star(eps, H) <= delta``.
+    """The smallest odd ``s`` with ``delta_star_upper(eps, H) <= delta`` (a certified size).
 
     Not the sufficient size of Corollary 2 / Corollary 4 (see
     :mod:`sparseldp.bounds`), but the true minimum, found by exponential and
     binary search on the radius; correct because ``delta_star`` is
-    nonincreasing in ``s`` (module lemma).  Cost O(H log s) for the Laplace
-    family and O((H + t) log s) for the Gaussian.
+    nonincreasing in ``s`` (module lemma).  Feasibility is tested with the
+    rigorous upper bound, so the exact ``delta_star`` at the returned size is
+    ``<= delta``; a smaller size whose exact value is within rounding of
+    ``delta`` cannot be certified and is not returned.  Cost O(H log s) for
+    the Laplace family and O((H + t) log s) for the Gaussian.
 
     Raises
     ------
@@ -214,7 +240,7 @@ def smallest_support(family, *, eps, delta, H, lam=None, sigma=None) -> int:
 
 def _finish(family, param, t, eps, delta, H) -> Design:
     mech = _make(family, param, t)
-    ds = float(mech.delta_star(eps, H))
+    ds = float(mech.delta_star_upper(eps, H))
     return Design(family, mech, mech.s, _pname(family), param, eps, delta, H, ds, mech.r1, mech.r2)
 
 
@@ -225,8 +251,8 @@ def design(family, *, eps, delta, H, objective="r2", lam=None, sigma=None) -> De
     With ``lam`` (``sigma``) given, only ``s`` is chosen: the smallest feasible
     one, which is distortion-optimal for that parameter (Theorems 6 and 12).
     Otherwise the parameter is optimized too (see the module docstring for the
-    search and its guarantees).  The returned :class:`Design` carries the exact
-    ``delta_star`` reached.
+    search and its guarantees).  The returned :class:`Design` carries a
+    rigorous upper bound on the ``delta_star`` reached (``<= delta``).
     """
     family = _check_family(family)
     eps, delta, H = _validate_target(eps, delta, H, family)
@@ -303,7 +329,7 @@ def _extreme_param(family, t, eps, delta, H, lo, hi, *, ngrid=24, known_feasible
     parameter is verified feasible; None if nothing is found.
     """
     good, other = (hi, lo) if family == "laplace" else (lo, hi)
-    found = extreme_feasible(lambda p: _delta_star(family, p, t, eps, H), delta, float(good), float(other),
+    found = extreme_feasible(lambda p: _delta_star(family, p, t, eps, H, delta), delta, float(good), float(other),
                              known=known_feasible, ngrid=ngrid, rtol=1e-11)
     return None if found is None else found[0]
 

@@ -33,9 +33,14 @@ nondecreasing functions of ``|y - x|`` is nonnegative): for a fixed ``s`` the
 best parameter is the largest feasible ``lam`` / smallest feasible ``sigma``.
 
 Which way the answers err.  The ``delta_reached`` of every returned design is
-the exact accountant's value (``<= delta``, up to floating-point rounding of
-the accountant).  The smallest ``s`` for a given parameter is exact (every
-smaller radius is checked or proved infeasible).  Optimal parameters are
+a rigorous *upper bound* on the exact defect
+(:meth:`SparseChannel.delta_star_upper`), and ``<= delta``: every feasibility
+test compares that upper bound with the target, so the exact defect of the
+returned channel never exceeds ``delta``.  The smallest ``s`` for a given
+parameter is the smallest certifiable one (every smaller radius is checked
+with the upper bound or proved infeasible with a rigorous lower bound; a
+radius whose exact defect is within rounding of ``delta`` cannot be
+certified and is passed over).  Optimal parameters are
 found on a grid: a log grid of 24 points over the parameter range, then
 bisection (relative 1e-10) towards the good end from the feasible grid point
 nearest to it; because the defect is not proven monotone or unimodal in the
@@ -80,11 +85,12 @@ class FiniteDesign:
         The constructor parameters (``{"lam": ..., "s": ...}``, ``{"eps": ...}``, ...).
     channel : SparseChannel
     delta_reached : float
-        Exact ``channel.delta(eps, H)`` (Theorem 2), ``<= delta``.
+        ``channel.delta_star_upper(eps, H)``: a rigorous upper bound on the
+        exact defect (Theorem 2), ``<= delta``.
     r1, r2 : float
         Distortion moments averaged over the prior (uniform by default).
     note : str
-        Which way the answer errs (exact certificate; optimality over the grid).
+        Which way the answer errs (rigorous certificate; optimality over the grid).
     """
 
     family: str
@@ -176,6 +182,18 @@ def _window_channel(family, param, t, domain, window):
     return build(**{name: param}, s=2 * t + 1, domain=domain, window=window)
 
 
+def _certified(channel, eps, H, delta) -> float:
+    """For searches: ``<= delta`` only if ``channel.delta_star_upper(eps, H)`` is.
+
+    The nearest ``delta`` is tried first and returned when it exceeds the target
+    by more than any rounding error (as :func:`sparseldp.accounting.certified_delta_star`).
+    """
+    near = float(channel.delta(eps, H))
+    if near > delta + 1e-12 + 1e-14 * eps + 1e-9 * delta:
+        return near
+    return float(channel.delta_star_upper(eps, H))
+
+
 def _extreme(delta_of, target, good, other, *, known=None):
     """See :func:`sparseldp._search.extreme_feasible` (log grid, golden section, bisection)."""
     return extreme_feasible(delta_of, target, good, other, known=known, ngrid=_GRID)
@@ -214,8 +232,8 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
     Returns
     -------
     FiniteDesign
-        With the exact certificate ``delta_reached`` (see the module docstring
-        for which way the optimality errs).
+        With the certificate ``delta_reached``, a rigorous upper bound (see the
+        module docstring for which way the optimality errs).
 
     Raises
     ------
@@ -248,7 +266,7 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
 
 def _finish(family, pname, param, t, eps, delta, H, domain, window, objective, w, note):
     ch = _window_channel(family, param, t, domain, window)
-    reached = float(ch.delta(eps, H))
+    reached = float(ch.delta_star_upper(eps, H))
     r1, r2 = _moments(ch, w)
     return FiniteDesign(family, {pname: param, "s": 2 * t + 1}, ch, eps, delta, H, domain, window, reached,
                         r1, r2, objective, note)
@@ -270,25 +288,28 @@ def _design_extended(family, pname, given, eps, delta, H, domain, objective, w):
     else:
         d = design(family, eps=eps, delta=delta, H=Hd, objective=objective)
         param, t = d.param, (d.s - 1) // 2
-        note = "design() on range min(H, b - a): exact certificate, optimality over its search grid"
+        note = "design() on range min(H, b - a): rigorous certificate, optimality over its search grid"
     res = _finish(family, pname, param, t, eps, delta, H, domain, "extended", objective, w, note)
-    # the channel accountant and the Z formula agree up to rounding; never return a
-    # design whose exact channel certificate exceeds delta
-    while res.delta_reached > delta:
-        t += 1
-        res = _finish(family, pname, param, t, eps, delta, H, domain, "extended", objective, w, note)
+    # the extended channel's upper bound is the Z mechanism's on range min(H, b - a), the
+    # very number the Z design certified (SparseChannel.delta_star_upper delegates)
+    if res.delta_reached > delta:  # pragma: no cover - the two are the same computation
+        raise RuntimeError("internal error: the extended channel does not reproduce the Z certificate")
     return res
 
 
 def _z_infeasible(family, param, t, eps, delta, H, span) -> bool:
-    """Proved infeasible through an interior pair (fact 2 of the module docstring)."""
+    """Proved infeasible through an interior pair (fact 2 of the module docstring).
+
+    Uses a rigorous *lower* bound on the Z ``delta_star``: when it exceeds
+    ``delta`` the clipped channel's exact defect does too.
+    """
     if 2 * t + H > span:
         return False
     from .accounting import delta_profile
     from .mechanisms import SparseGaussian, SparseLaplace
 
     m = SparseLaplace(lam=param, s=2 * t + 1) if family == "laplace" else SparseGaussian(sigma=param, s=2 * t + 1)
-    return float(delta_profile(m.kernel, eps, H)[0]) > delta
+    return float(delta_profile(m.kernel, eps, H, "dn")[0]) > delta
 
 
 def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
@@ -299,9 +320,10 @@ def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
             if _z_infeasible(family, given, t, eps, delta, H, span):
                 continue
             ch = _window_channel(family, given, t, domain, "clipped")
-            if float(ch.delta(eps, H)) <= delta:
+            if _certified(ch, eps, H, delta) <= delta:
                 return _finish(family, pname, given, t, eps, delta, H, domain, "clipped", objective, w,
-                               "s exact: every smaller s checked with the exact accountant or proved infeasible")
+                               "smallest certifiable s: every smaller s checked with the rigorous upper bound "
+                               "or proved infeasible")
         raise InfeasibleError(
             f"no s makes the clipped {family} channel with {pname} = {given:g} on {a}..{b} "
             f"(eps = {eps:g}, delta = {delta:g})-LDP on range H = {H}: every s up to {2 * span + 1} was "
@@ -312,7 +334,7 @@ def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
     best = None  # (objective, param, t)
     known = None
     for t in radii:
-        delta_of = lambda p, t=t: float(_window_channel(family, p, t, domain, "clipped").delta(eps, H))
+        delta_of = lambda p, t=t: _certified(_window_channel(family, p, t, domain, "clipped"), eps, H, delta)
         found = _extreme(delta_of, delta, good, other, known=known)
         if found is None:
             continue
@@ -330,7 +352,7 @@ def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
         )
     _, param, t = best
     return _finish(family, pname, param, t, eps, delta, H, domain, "clipped", objective, w,
-                   "exact certificate; (s, param) optimal over the search grid (module docstring)")
+                   "rigorous certificate; (s, param) optimal over the search grid (module docstring)")
 
 
 # ---------------------------------------------------------------------------
@@ -340,9 +362,9 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
               window="clipped") -> FiniteDesign:
     r"""Best parameters of a :data:`sparseldp.baselines.FAMILIES` member for a target.
 
-    Every family is a channel on ``domain`` and is accounted by the same exact
-    code (:meth:`SparseChannel.delta`, Theorem 2); "best" is the least noisy
-    parameter meeting ``delta``:
+    Every family is a channel on ``domain`` and is accounted by the same code
+    (:meth:`SparseChannel.delta_star_upper`, a rigorous upper bound on the
+    Theorem 2 defect); "best" is the least noisy parameter meeting ``delta``:
 
     * ``"rr"``: the largest ``eps`` of randomized response (its defect at the
       target eps is ``(e^{eps'} - e^{eps})_+ / (e^{eps'} + k - 1)``, increasing in
@@ -353,7 +375,7 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
       ``window`` (clipped by default), jointly over ``s`` and the parameter.
 
     The parameter search is the log grid + bisection of the module docstring
-    (exact certificate; optimal over the grid).  Distortions are averaged over
+    (rigorous certificate ``delta_reached``; optimal over the grid).  Distortions are averaged over
     ``prior`` (uniform by default).
     """
     from .baselines import FAMILIES
@@ -379,14 +401,16 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
     entry = FAMILIES[family_name]
     pname = entry.param
     if pname == "eps":
-        good, other = eps + 60.0, max(eps, 1e-12)
+        # eps' = eps is exactly (eps, 0)-LDP, but a log ratio equal to eps cannot be told from one a
+        # rounding error above it: the private end lies a little below, where the certificate holds
+        good, other = eps + 60.0, max(eps - max(1e-9 * eps, 1e-12), 1e-12)
     else:
         good, other = _param_range(family_name, k)
 
     def build(p):
         return entry.constructor(**{pname: p}, domain=domain)
 
-    found = _extreme(lambda p: float(build(p).delta(eps, H)), delta, good, other)
+    found = _extreme(lambda p: _certified(build(p), eps, H, delta), delta, good, other)
     if found is None:
         raise InfeasibleError(
             f"no {family_name} channel on {a}..{b} meets (eps = {eps:g}, delta = {delta:g}) on range H = {H} "
@@ -394,7 +418,7 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
         )
     param, _ = found
     ch = build(param)
-    reached = float(ch.delta(eps, H))
+    reached = float(ch.delta_star_upper(eps, H))
     r1, r2 = _moments(ch, w)
     return FiniteDesign(family_name, {pname: param}, ch, eps, delta, H, domain, None, reached, r1, r2, objective,
-                        "exact certificate; parameter optimal over the search grid (log grid + bisection)")
+                        "rigorous certificate; parameter optimal over the search grid (log grid + bisection)")
