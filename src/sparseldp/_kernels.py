@@ -330,6 +330,22 @@ class LaplaceKernel(_Kernel):
     def __repr__(self) -> str:
         return f"SparseLaplace(lam={self.lam!r}, s={2 * self.t + 1})"
 
+    def decimal_weights(self, ctx) -> list:
+        """``w(0..t) = q^k``, ``q = e^{-lam}``, as Decimals in context ``ctx`` (used by :mod:`sparseldp.sampling`).
+
+        Each step multiplies correctly rounded numbers, so ``w(k)`` has relative
+        error below ``k + 2`` units of the context's precision.
+        """
+        import decimal
+
+        D = decimal.Decimal
+        with decimal.localcontext(ctx):
+            w = [D(1)]
+            q = (-D(self.lam)).exp()
+            for _ in range(self.t):
+                w.append(w[-1] * q)
+        return w
+
     def log_w(self, k):
         return -self.lam * np.abs(np.asarray(k, dtype=float))
 
@@ -632,6 +648,28 @@ class GaussianKernel(_Kernel):
 
     def __repr__(self) -> str:
         return f"SparseGaussian(sigma={self.sigma!r}, s={2 * self.t + 1})"
+
+    def decimal_weights(self, ctx) -> list:
+        """``w(0..t)`` as Decimals in context ``ctx`` by the exact-ratio recurrence ``w(k) = w(k-1) a b^(k-1)``.
+
+        ``a = e^{-c}``, ``b = e^{-2c}``, ``c = 1/(2 sigma^2)``; each step multiplies
+        correctly rounded numbers, so ``w(k)`` has relative error below ``(k^2 + 2)``
+        units of the context's precision (used by :mod:`sparseldp.sampling`).
+        """
+        import decimal
+
+        D = decimal.Decimal
+        with decimal.localcontext(ctx):
+            w = [D(1)]
+            sig = D(self.sigma)
+            c = D(1) / (2 * sig * sig)
+            a = (-c).exp()
+            b = a * a
+            m = a
+            for _ in range(self.t):
+                w.append(w[-1] * m)
+                m = m * b
+        return w
 
     def log_w(self, k):
         k = np.asarray(k, dtype=float)

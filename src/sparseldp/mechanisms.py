@@ -27,7 +27,7 @@ from functools import cached_property
 
 import numpy as np
 
-from . import accounting
+from . import accounting, sampling
 from ._kernels import GAUSSIAN_MAX_S, GaussianKernel, LaplaceKernel, check_gaussian_s
 from ._validation import (
     INT64_MAX,
@@ -218,7 +218,7 @@ class RadiusMechanism:
         """
         return self._moments[1]
 
-    # -- sampling (sparseldp.sampling; imported lazily, arrows point down) --
+    # -- sampling (sparseldp.sampling, a lower layer: it knows mechanisms only by their protocol) --
     def sample(self, x, *, rng=None):
         """Privatize integer input(s) ``x``: ``x + K`` with ``K`` from :meth:`sampling_pmf`.
 
@@ -227,8 +227,6 @@ class RadiusMechanism:
         and is not for production.  Returns int64 with the shape of ``x``.
         See :func:`sparseldp.sampling.sample`.
         """
-        from . import sampling
-
         return sampling.sample(self, x, rng=rng)
 
     def sampling_pmf(self):
@@ -236,8 +234,6 @@ class RadiusMechanism:
 
         See :func:`sparseldp.sampling.sampling_pmf`.
         """
-        from . import sampling
-
         return sampling.sampling_pmf(self)
 
     def certify(self, eps, H):
@@ -247,8 +243,6 @@ class RadiusMechanism:
         ``delta_star_upper`` is never below the exact value for the sampled
         distribution.  See :func:`sparseldp.sampling.certify`.
         """
-        from . import sampling
-
         return sampling.certify(self, eps, H)
 
 

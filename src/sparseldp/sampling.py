@@ -127,7 +127,6 @@ import numpy as np
 
 from ._rng import BitSource, as_bit_source
 from ._validation import check_int, check_int_array, check_nonnegative
-from .mechanisms import RadiusMechanism
 
 __all__ = [
     "BitSource",
@@ -178,27 +177,7 @@ def _ideal_weights(mechanism) -> list:
     multiplies correctly rounded numbers, so ``w(k)`` carries a relative error
     below ``(k^2 + 2) 10^{-59}``: far below ``2^{-64}`` for any feasible ``t``.
     """
-    ctx = _decimal_context()
-    t = mechanism.t
-    D = decimal.Decimal
-    with decimal.localcontext(ctx):
-        w = [D(1)]
-        if mechanism.family == "laplace":
-            q = (-D(mechanism.lam)).exp()
-            for _ in range(t):
-                w.append(w[-1] * q)
-        elif mechanism.family == "gaussian":
-            sig = D(mechanism.sigma)
-            c = D(1) / (2 * sig * sig)
-            a = (-c).exp()
-            b = a * a
-            m = a
-            for _ in range(t):
-                w.append(w[-1] * m)
-                m = m * b
-        else:  # pragma: no cover - guarded by the mechanism classes
-            raise TypeError(f"mechanism family must be 'laplace' or 'gaussian'; got {mechanism.family!r}")
-    return w
+    return mechanism.kernel.decimal_weights(_decimal_context())
 
 
 def _quantize_symmetric(w: list) -> tuple[list[int], float, int]:
@@ -303,8 +282,14 @@ class MechanismTables:
         return np.arange(-self.t, self.t + 1, dtype=np.int64)
 
 
+def _is_radius(obj) -> bool:
+    """A radius mechanism on Z (the protocol sampling needs): ``t``, ``s`` and a kernel with exact weights."""
+    return hasattr(obj, "t") and hasattr(obj, "s") and callable(getattr(getattr(obj, "kernel", None),
+                                                                         "decimal_weights", None))
+
+
 def _check_mechanism(mechanism):
-    if not isinstance(mechanism, RadiusMechanism):
+    if not _is_radius(mechanism):
         hint = " (for a finite channel use sample_channel / certify_channel)" if _is_channel(mechanism) else ""
         raise TypeError(
             f"mechanism must be a SparseLaplace or SparseGaussian{hint}; "
@@ -313,7 +298,7 @@ def _check_mechanism(mechanism):
 
 
 def _is_channel(obj) -> bool:
-    return not isinstance(obj, RadiusMechanism) and all(hasattr(obj, a) for a in ("matrix", "inputs", "outputs"))
+    return not _is_radius(obj) and all(hasattr(obj, a) for a in ("matrix", "inputs", "outputs"))
 
 
 @lru_cache(maxsize=128)

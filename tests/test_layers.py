@@ -1,0 +1,94 @@
+"""The package's import graph: arrows point one way, no cycles.
+
+Every ``import`` of a sparseldp module (at the top of a module or inside a
+function) is read with :mod:`ast`.  Each module has a layer; a module may
+import only modules of a lower layer, so the graph has no cycle and, e.g.,
+the accounting never depends on the CLI.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "src" / "sparseldp"
+
+#: Layer of every module (lower layers never import higher ones).
+LAYERS = {
+    0: ["errors", "_validation", "_rng", "_files"],
+    1: ["_kernels"],
+    2: ["accounting", "bounds"],
+    3: ["sampling"],
+    4: ["mechanisms"],
+    5: ["channel", "_search"],
+    6: ["families", "baselines", "design", "composition"],
+    7: ["finite_design", "spec", "estimation"],
+    8: ["io", "compare", "reproduce", "demo_data"],
+    9: ["figures", ""],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
+    10: ["cli"],
+    11: ["demo", "_entry"],
+    12: ["__main__"],
+}
+RANK = {name: rank for rank, names in LAYERS.items() for name in names}
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _top(name: str) -> str:
+    """The layer key of a module: its first component below the package (``cli.account`` -> ``cli``)."""
+    return name.split(".")[0] if name else ""
+
+
+def _imports(path: Path) -> set[str]:
+    me = _module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.startswith("sparseldp"):
+                target = node.module[len("sparseldp."):] if node.module != "sparseldp" else ""
+            else:
+                continue
+            names = [f"{target}.{a.name}" if target else a.name for a in node.names]
+            for cand in names + [target]:
+                if (ROOT / (cand.replace(".", "/") + ".py")).exists() or (ROOT / cand.replace(".", "/")).is_dir():
+                    found.add(cand)
+                    break
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("sparseldp"):
+                    found.add(a.name[len("sparseldp."):] if a.name != "sparseldp" else "")
+    found.discard(me)
+    return found
+
+
+MODULES = sorted(p for p in ROOT.rglob("*.py"))
+
+
+def test_every_module_has_a_layer():
+    missing = sorted({_top(_module_name(p)) for p in MODULES} - set(RANK))
+    assert not missing, f"give these modules a layer in LAYERS: {missing}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_point_down(path):
+    me = _top(_module_name(path))
+    for target in _imports(path):
+        other = _top(target)
+        if other == me:
+            continue  # inside one subpackage (cli.* importing cli._common)
+        assert RANK[other] < RANK[me], (
+            f"{_module_name(path) or 'sparseldp'} (layer {RANK[me]}) imports {target or 'sparseldp'} "
+            f"(layer {RANK[other]}): imports must point to lower layers")
