@@ -188,7 +188,7 @@ EXTREME = [("laplace", lam) for lam in (1e-8, 1e-4, 1.0, 30.0, 100.0)] + [
 
 
 @pytest.mark.parametrize("kind,param", EXTREME)
-@pytest.mark.parametrize("s", [1, 3, 101, 20001, 10_000_001])
+@pytest.mark.parametrize("s", [1, 3, 101, 20001, (1 << 23) + 1])  # the Gaussian cap
 def test_extreme_parameters_finite_and_monotone(kind, param, s):
     m = make(kind, param, s)
     hs = np.unique(np.r_[0:50, np.linspace(0, min(s + 5, 3000), 200).astype(int), s - 1, s, s + 1])

@@ -66,8 +66,11 @@ __all__ = [
 ]
 
 _NEG_INF = -np.inf
-#: Largest Gaussian support size: the suffix array holds t + 2 floats (2^26 radii, 512 MiB).
-GAUSSIAN_MAX_S = (1 << 27) + 1
+#: Largest Gaussian support size.  The exact accounting keeps a log suffix sum per
+#: offset with its compensation term and error bounds (about 50 bytes per offset at
+#: peak): measured 417 MB for ``account`` at s = 2^23 + 1, within the 512 MiB stated
+#: in the README (2^27 + 1 took 5.9 GB).
+GAUSSIAN_MAX_S = (1 << 23) + 1
 
 #: Unit roundoff of float64 (round to nearest).
 U = 2.0**-53
@@ -86,7 +89,7 @@ def check_gaussian_s(s: int, name: str = "s") -> int:
     """``s <= GAUSSIAN_MAX_S``: the Gaussian kernel's exact sums need O(s) memory."""
     if s > GAUSSIAN_MAX_S:
         raise ValueError(
-            f"{name} must be an odd integer in [1, 2^27 + 1 = {GAUSSIAN_MAX_S}] for the Gaussian family "
+            f"{name} must be an odd integer in [1, 2^23 + 1 = {GAUSSIAN_MAX_S}] for the Gaussian family "
             f"(its exact accounting keeps one log suffix sum per offset, O(s) memory); got {s}"
         )
     return s

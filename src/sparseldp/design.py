@@ -64,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import check_int, check_nonnegative, check_positive, check_probability
-from ._kernels import dn, exp_dn, up
+from ._kernels import GAUSSIAN_MAX_S, dn, exp_dn, up
 from .accounting import defect_bounds
 from ._search import extreme_feasible, scan_radii
 from .errors import InfeasibleError
@@ -74,7 +74,7 @@ __all__ = ["Design", "design", "smallest_support"]
 
 _FAMILIES = ("laplace", "gaussian")
 # Largest radius tried before giving up; the Gaussian kernel needs O(t) memory.
-_T_CAP = {"laplace": 1 << 52, "gaussian": 1 << 26}  # s <= 2^53 + 1 (MAX_S); Gaussian: O(t) memory
+_T_CAP = {"laplace": 1 << 52, "gaussian": (GAUSSIAN_MAX_S - 1) // 2}  # s <= 2^53 + 1 (MAX_S); Gaussian: O(t) memory
 
 
 @dataclass(frozen=True)
