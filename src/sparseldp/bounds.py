@@ -232,7 +232,7 @@ def gaussian_window(*, eps, delta, sigma, H) -> tuple[int, int] | None:
     Every odd ``s`` in the returned inclusive range ``(s_lo, s_hi)`` is
     sufficient for ``(eps, delta)``-LDP on range ``H``; ``None`` when the window
     is empty.  (Theorem 11 also needs ``s >= 2H + 1``; for ``delta < H`` the
-    lower end already implies it for integer ``t``, NOTES item 5, and we
+    lower end already implies it for integer ``t``, docs/paper.md, "The Gaussian window", and we
     enforce it anyway.)
     """
     eps = check_nonnegative(eps, "eps")

@@ -26,7 +26,7 @@ inputs with ``0 < |x - x'| <= H`` the hockey-stick defect
 is at most ``delta`` (Theorem 2 for the Laplace family, Theorem 8 for the
 Gaussian family, Remark 2 for the split).  Pure ``eps``-LDP (Theorems 1 and 7)
 holds iff every pair in range has the *same* support and the log ratio on it is
-at most ``eps`` (NOTES item 1: pure LDP forces input-*independent* supports).
+at most ``eps`` (docs/paper.md, "Pure LDP needs a common support": pure LDP forces input-*independent* supports).
 
 Results are cited by the compiled paper's numbers (README, "Citing the paper's
 results"): Theorems 1/7 pure LDP, Theorems 2/8 the general defect.
@@ -145,7 +145,7 @@ def check_entries(n_rows: int, row_len: int, what: str) -> None:
 
 
 def check_window(window) -> str:
-    """``window`` is ``"extended"`` or ``"clipped"`` (NOTES item 2)."""
+    """``window`` is ``"extended"`` or ``"clipped"`` (docs/paper.md, "Output alphabet")."""
     if window not in _WINDOWS:
         raise ValueError(f"window must be 'extended' or 'clipped'; got {window!r}")
     return window
@@ -411,7 +411,7 @@ class SparseChannel:
           (Theorem 3);
         * ``window="clipped"``: ``W(x) = {x - t, ..., x + t} ∩ [a, b]``,
           outputs ``a .. b``, renormalized per row, so ``Z_x`` varies near the
-          edges and only the general Theorem 2 applies (NOTES item 2).
+          edges and only the general Theorem 2 applies (docs/paper.md, "Output alphabet").
 
         Built banded in ``O(n s)`` time and memory from log-space kernel sums.
         """
@@ -666,7 +666,7 @@ class SparseChannel:
         return np.add.reduceat(dist * m.data, m.indptr[:-1])
 
     def mean_output(self) -> np.ndarray:
-        """``E[Y | X = x]`` for every input (equals ``x`` for extended windows, NOTES item 9)."""
+        """``E[Y | X = x]`` for every input (equals ``x`` for extended windows, docs/paper.md, "Distortion and bias")."""
         return self._matrix @ self._outputs.astype(float)
 
     # -- accounting ------------------------------------------------------------------
@@ -803,7 +803,7 @@ class SparseChannel:
         """Smallest ``eps`` with pure ``eps``-LDP on range ``H`` (Theorems 1 and 7).
 
         ``inf`` when some pair in range has different supports (pure LDP forces
-        input-*independent* supports, NOTES item 1); otherwise the largest
+        input-*independent* supports, docs/paper.md, "Pure LDP needs a common support"); otherwise the largest
         ``log Q(y|x) - log Q(y|x')`` over pairs in range and common support
         points, from the exact stored logarithms.  ``0.0`` with no pair in range.
         """
@@ -869,7 +869,7 @@ class SparseChannel:
         """``(mechanism on Z, min(H, b - a))`` for extended radius windows, else ``None``.
 
         Every pair of an extended-window channel is the Z mechanism's pair at the
-        same separation (NOTES item 2), so its accounting is that mechanism's on
+        same separation (docs/paper.md, "Output alphabet"), so its accounting is that mechanism's on
         range ``min(H, b - a)``: the same numbers, and rigorous bounds that are
         tighter than the generic per-pair ones.
         """

@@ -1,7 +1,7 @@
 r"""Design and calibration on a finite domain, accounted exactly with Theorem 2.
 
 On a finite domain ``a..b`` the s-sparse mechanisms are channels
-(:class:`~sparseldp.SparseChannel`, NOTES item 2):
+(:class:`~sparseldp.SparseChannel`, docs/paper.md, "Output alphabet"):
 
 * ``window="extended"``: outputs ``a - t .. b + t``; every row is the
   mechanism on Z, so the defect of a pair is ``delta_h`` of Theorem 3/9 with

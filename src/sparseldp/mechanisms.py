@@ -9,7 +9,7 @@ r"""The s-sparse radius-truncated mechanisms on the integers (output alphabet Z)
 Here ``s`` is odd and ``t = (s - 1)/2`` is the window radius.  Both are
 translation invariant, so every privacy quantity depends on the separation
 ``h = |x - x'|`` only (Theorems 3 and 9), and by the reflection ``y -> -y`` the
-two orders of a pair give the same defect (NOTES item 3).
+two orders of a pair give the same defect (docs/paper.md, "delta* and ordered pairs").
 
 The privacy range ``H`` (Definition 7) is the largest separation protected:
 ``(eps, delta)``-LDP on range ``H`` means ``delta_h(eps) <= delta`` for
@@ -214,7 +214,7 @@ class RadiusMechanism:
         """``R2 = E(Y - x)^2 = 2 sum_{j=1}^t j^2 w(j) / C_t`` (Propositions 1 and 3).
 
         Since the mechanism is symmetric, ``E[Y | x] = x`` and ``R2`` is the
-        variance of the report (NOTES item 9).
+        variance of the report (docs/paper.md, "Distortion and bias").
         """
         return self._moments[1]
 
