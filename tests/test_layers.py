@@ -17,12 +17,12 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "sparseldp"
 
 #: Layer of every module (lower layers never import higher ones).
 LAYERS = {
-    0: ["errors", "_validation", "_rng", "_files"],
+    0: ["errors", "_validation", "_rng", "_files", "protocol"],
     1: ["_kernels"],
     2: ["accounting", "bounds"],
     3: ["sampling"],
-    4: ["mechanisms"],
-    5: ["channel", "_search"],
+    4: ["channel"],
+    5: ["mechanisms", "_search", "kernel_mechanism"],
     6: ["families", "baselines", "design", "composition"],
     7: ["finite_design", "spec", "estimation"],
     8: ["io", "compare", "reproduce", "demo_data"],

@@ -83,7 +83,7 @@ from ._validation import (
     check_positive,
     check_probability,
 )
-from .accounting import Defect
+from .accounting import Defect, delta_profile, epsilon_for_delta
 from .errors import InfeasibleError
 
 __all__ = ["SparseChannel", "WorstPair", "check_domain", "check_window", "check_entries", "MAX_ENTRIES"]
@@ -445,7 +445,7 @@ class SparseChannel:
             )
         check_entries(n, s if window == "extended" else min(s, n), f"domain ({a}, {b}) with s = {s}")
         x = np.arange(a, b + 1, dtype=np.int64)
-        meta = {"family": family, "param": param, "s": s, "domain": (a, b), "window": window}
+        meta = {"family": family, "param": param, "s": s, "domain": (a, b), "window": window, "_kernel": kernel}
         # rounding model: log p = fl(log w - log Z) with |log w~ - log w| <= 3.0002u |log w|
         # (Gaussian: c = 1/(2 sigma^2) to 2u, times k^2 exactly; Laplace: u), |log w| <= |log p| + |log Z|,
         # the kernel's rigorous bounds on log Z, and 4.1u for exp: alpha = 1.01 (eZ + 3.0002u |log Z|) + 4.1u
@@ -546,9 +546,17 @@ class SparseChannel:
         return self._meta.get("family")
 
     @property
-    def param(self) -> tuple[str, float] | None:
-        """``("lam", value)`` / ``("sigma", value)`` / ... when built by a named constructor."""
+    def parameter(self) -> tuple[str, float] | None:
+        """``("lam", value)`` / ``("sigma", value)`` / ... when built by a named constructor.
+
+        The same representation as :attr:`sparseldp.SparseLaplace.parameter`; ``None``
+        for a channel built from raw weights.
+        """
         return self._meta.get("param")
+
+    @property
+    def param(self) -> tuple[str, float] | None:  # transitional spelling of :attr:`parameter`
+        return self.parameter
 
     @property
     def s(self) -> int | None:
@@ -726,12 +734,12 @@ class SparseChannel:
         """
         e = check_eps_array(eps, "eps")
         H = _check_H(H)
-        z = self._z_mechanism(H)
+        z = self._z_kernel(H)
         if z is not None:
-            mech, Hz = z
+            kernel, Hz = z
             if Hz < 1:
                 return np.zeros(e.shape)[()]
-            return np.asarray(mech.delta_star_upper(e, Hz), dtype=float)[()]
+            return np.asarray(delta_profile(kernel, e, Hz, "up")[0], dtype=float)[()]
         best = _scan_upper(self, e.reshape(-1), H)
         return best.reshape(e.shape)[()]
 
@@ -835,6 +843,39 @@ class SparseChannel:
 
         return channel_sampling_pmf(self, x)
 
+    def to_channel(self, domain=None, window=None) -> "SparseChannel":
+        """The channel on the inputs in ``domain = (lo, hi)`` (all of them when ``None``).
+
+        The local-randomizer protocol's conversion: a channel is already one,
+        so this restricts its rows (the outputs and the rows kept are
+        unchanged, and so are their probabilities).  ``window`` must be
+        ``None`` or this channel's own window: re-windowing a channel needs
+        its kernel (use the mechanism's ``to_channel``).
+        """
+        if window is not None and check_window(window) != self.window:
+            raise ValueError(f"window must be None or this channel's own window {self.window!r}; got {window!r} "
+                             "(re-window through the mechanism on Z: mechanism.to_channel(domain, window))")
+        if domain is None:
+            return self
+        lo, hi = check_domain(domain)
+        keep = np.flatnonzero((self._inputs >= lo) & (self._inputs <= hi))
+        if keep.size == 0:
+            raise ValueError(f"domain ({lo}, {hi}) holds none of the channel's inputs")
+        if keep.size == self._inputs.size:
+            return self
+        m = self._matrix
+        starts, ends = m.indptr[keep], m.indptr[keep + 1]
+        lens = ends - starts
+        pos = _segment_positions(starts, lens)
+        indptr = np.concatenate([[0], np.cumsum(lens)])
+        meta = dict(self._meta)
+        meta["domain"] = (int(self._inputs[keep].min()), int(self._inputs[keep].max()))
+        alpha = meta.get("_alpha")
+        if alpha is not None and np.ndim(alpha) == 1:  # per-row rounding bounds follow their rows
+            meta["_alpha"] = np.asarray(alpha)[keep]
+        return SparseChannel._from_log_parts(indptr, m.indices[pos], self._logdata[pos], (keep.size, m.shape[1]),
+                                             self._inputs[keep], self._outputs, meta, normalized=True)
+
     def certify(self, eps, H=None):
         """Rigorous upper bound on ``delta`` of the realized (quantized) rows; see :func:`sparseldp.sampling.certify`."""
         from .sampling import certify_channel
@@ -865,8 +906,8 @@ class SparseChannel:
             self._cache["row_bounds"] = rb
         return rb
 
-    def _z_mechanism(self, H):
-        """``(mechanism on Z, min(H, b - a))`` for extended radius windows, else ``None``.
+    def _z_kernel(self, H):
+        """``(kernel on Z, min(H, b - a))`` for extended radius windows, else ``None``.
 
         Every pair of an extended-window channel is the Z mechanism's pair at the
         same separation (docs/paper.md, "Output alphabet"), so its accounting is that mechanism's on
@@ -874,20 +915,12 @@ class SparseChannel:
         tighter than the generic per-pair ones.
         """
         meta = self._meta
-        if meta.get("window") != "extended" or meta.get("family") not in ("laplace", "gaussian"):
+        kernel = meta.get("_kernel")
+        if meta.get("window") != "extended" or kernel is None:
             return None
-        from .mechanisms import SparseGaussian, SparseLaplace
-
         a, b = meta["domain"]
-        _, value = meta["param"]
-        cls = SparseLaplace if meta["family"] == "laplace" else SparseGaussian
-        key = "z_mechanism"
-        mech = self._cache.get(key)
-        if mech is None:
-            mech = cls(value, meta["s"])
-            self._cache[key] = mech
         span = b - a
-        return mech, (span if H is None else min(H, span))
+        return kernel, (span if H is None else min(H, span))
 
     def _backend(self):
         b = self._cache.get("backend")
@@ -1438,12 +1471,10 @@ class _PairSet:
 def _epsilon(ch: SparseChannel, delta: float, H, rtol: float) -> float:
     if delta >= 1.0:
         return 0.0  # every defect is at most 1
-    z = ch._z_mechanism(H)
+    z = ch._z_kernel(H)
     if z is not None:
-        from .accounting import epsilon_for_delta
-
-        mech, Hz = z
-        return 0.0 if Hz < 1 else epsilon_for_delta(mech.kernel, delta, Hz, rtol=rtol)
+        kernel, Hz = z
+        return 0.0 if Hz < 1 else epsilon_for_delta(kernel, delta, Hz, rtol=rtol)
     backend = ch._backend()
     rb = ch._row_bounds()
     order, xs = ch._sorted_inputs()

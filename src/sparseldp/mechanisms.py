@@ -28,6 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from . import accounting, sampling
+from .channel import SparseChannel, check_domain, check_window
 from ._kernels import GAUSSIAN_MAX_S, GaussianKernel, LaplaceKernel, check_gaussian_s
 from ._validation import (
     INT64_MAX,
@@ -97,14 +98,14 @@ class RadiusMechanism:
         """``M(y | x)``, 0 outside the window; broadcasts like numpy."""
         return np.exp(self.logpmf(y, x))
 
-    def support(self, x=0) -> np.ndarray:
+    def support(self, x) -> np.ndarray:
         """The window ``S(x) = {x - t, ..., x + t}``."""
         x = check_int(x, "x", minimum=INT64_MIN + self.t, maximum=INT64_MAX - self.t)
         return np.arange(x - self.t, x + self.t + 1, dtype=np.int64)
 
     # -- accounting --------------------------------------------------------
-    def defect(self, eps, h) -> accounting.Defect:
-        """Ordered defect ``delta_h(eps)`` with its split (Theorems 3/9, Remark 2).
+    def defect_h(self, eps, h) -> accounting.Defect:
+        """The separation defect ``delta_h(eps)`` with its split (Theorems 3/9, Remark 2).
 
         ``total = support_leakage + overlap``; ``support_leakage`` is
         ``M(S(0) \\ S(h) | 0)`` and ``overlap`` the positive part on
@@ -114,22 +115,39 @@ class RadiusMechanism:
         Rounded to nearest, not a bound: each field may lie slightly *below* or
         above the exact value (measured: within ``1.3e-15`` absolute, plus about
         ``1e-17 eps`` for the Gaussian family with very large ``eps``; see
-        :mod:`sparseldp.accounting`).  Certify with :meth:`delta_upper` /
+        :mod:`sparseldp.accounting`).  Certify with :meth:`delta_h_upper` /
         :meth:`delta_star_upper`.
         """
         e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))
         total, leak, ov = accounting.defect_parts(self.kernel, e, hh)
         return accounting.Defect(total[()], leak[()], ov[()])
 
-    def delta(self, eps, h):
+    def defect(self, eps, x, x_prime=None) -> accounting.Defect:
+        """The ordered defect ``Delta_eps(x, x')`` of one pair of inputs, with its split.
+
+        The local-randomizer protocol's pair defect (the same name and meaning
+        as :meth:`sparseldp.SparseChannel.defect`).  On Z it depends on
+        ``|x - x'|`` only (translation invariance and the reflection
+        ``y -> -y``), so it equals :meth:`defect_h` at ``h = |x - x'|``.
+        """
+        if x_prime is None:  # transitional: defect(eps, h), the former per-separation spelling
+            return self.defect_h(eps, x)
+        x, xp = broadcast(("x", check_int_array(x, "x")), ("x_prime", check_int_array(x_prime, "x_prime")))
+        with np.errstate(over="ignore"):
+            d = xp - x
+        wrapped = ((xp ^ x) & (xp ^ d)) < 0  # int64 wrap-around: the pair is farther apart than any window
+        h = np.where(wrapped, 2 * self.t + 1, np.minimum(np.abs(d), 2 * self.t + 1))
+        return self.defect_h(eps, h)
+
+    def delta_h(self, eps, h):
         """The separation defect ``delta_h(eps)`` (Theorem 3 / Theorem 9); exactly 1.0 for ``h > 2t``.
 
         Rounded to nearest (may err slightly below the exact value; see
-        :meth:`defect`); :meth:`delta_upper` is the rigorous counterpart.
+        :meth:`defect_h`); :meth:`delta_h_upper` is the rigorous counterpart.
         """
-        return self.defect(eps, h).total
+        return self.defect_h(eps, h).total
 
-    def delta_upper(self, eps, h):
+    def delta_h_upper(self, eps, h):
         """A rigorous upper bound on ``delta_h(eps)``: never below the exact value.
 
         At most 1, exactly 1.0 when the exact value is 1 (``h > 2t``), and 0.0
@@ -137,10 +155,14 @@ class RadiusMechanism:
         above the exact value (measured; plus about ``2.5e-16 eps`` for the
         Gaussian family).  Computed with outward rounding and a priori bounds
         on the kernel sums (see :mod:`sparseldp._kernels`); broadcasts like
-        :meth:`delta`.
+        :meth:`delta_h`.
         """
         e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))
         return accounting.defect_bounds(self.kernel, e, hh)[0][()]
+
+    # transitional spellings (removed once every caller uses delta_h / delta_h_upper)
+    delta = delta_h
+    delta_upper = delta_h_upper
 
     def delta_star(self, eps, H):
         """``delta*(eps; H) = max_{1 <= h <= H} delta_h(eps)`` (Section V).
@@ -157,7 +179,7 @@ class RadiusMechanism:
     def delta_star_upper(self, eps, H):
         """A rigorous upper bound on ``delta*(eps; H)``: never below the exact value, at most 1.
 
-        The maximum over ``1 <= h <= H`` of :meth:`delta_upper`; exactly 1.0
+        The maximum over ``1 <= h <= H`` of :meth:`delta_h_upper`; exactly 1.0
         when ``H > 2t`` (disjoint windows).  At most about ``2.5e-14`` above the
         exact value (measured; for the Gaussian family plus about
         ``2.5e-16 eps``, since ``e^eps`` is formed in log space).  Scalar or
@@ -229,12 +251,32 @@ class RadiusMechanism:
         """
         return sampling.sample(self, x, rng=rng)
 
-    def sampling_pmf(self):
-        """``(offsets -t..t, exact Fractions c_k / 2^64)``: the distribution actually sampled.
+    def sampling_pmf(self, x=None):
+        """The distribution actually sampled, as exact ``Fraction`` s ``c_k / 2^64``.
 
-        See :func:`sparseldp.sampling.sampling_pmf`.
+        ``sampling_pmf(x)`` gives ``(outputs x-t..x+t, probabilities)`` for
+        input ``x``, like :meth:`sparseldp.SparseChannel.sampling_pmf`;
+        without ``x`` (transitional) the offsets ``-t..t``.  See
+        :func:`sparseldp.sampling.sampling_pmf`.
         """
-        return sampling.sampling_pmf(self)
+        offsets, probs = sampling.sampling_pmf(self)
+        if x is None:
+            return offsets, probs
+        x = check_int(x, "x", minimum=INT64_MIN + self.t, maximum=INT64_MAX - self.t)
+        return np.asarray(offsets, dtype=np.int64) + x, probs
+
+    # -- conversion --------------------------------------------------------
+    def to_channel(self, domain, window: str = "extended"):
+        """This mechanism on the finite input domain ``lo..hi`` as a :class:`~sparseldp.SparseChannel`.
+
+        ``window="extended"``: outputs ``lo - t .. hi + t``, every row exactly
+        this mechanism (Theorems 3/9 apply); ``"clipped"``: outputs stay in the
+        domain, rows renormalized, only the general Theorems 2/8 apply
+        (docs/paper.md, "Output alphabet").
+        """
+        lo, hi = check_domain(domain)
+        return SparseChannel._radius(self.kernel, self.family, self.parameter, self.s, lo, hi,
+                                     check_window(window))
 
     def certify(self, eps, H):
         """Rigorous (outward-rounded) bounds on ``delta*(eps; H)`` of the realized sampler.
