@@ -150,7 +150,7 @@ class TestBattery:
         P = ch.matrix.toarray()
         x = ch.inputs.tolist()
         for eps in (0.0, 0.5, 2.0):
-            assert ch.delta(eps, H) == pytest.approx(brute_delta(P, x, eps, H), abs=1e-14)
+            assert ch.delta_star(eps, H) == pytest.approx(brute_delta(P, x, eps, H), abs=1e-14)
 
     @pytest.mark.parametrize("H", [None, 1, 3])
     def test_pure_epsilon(self, row, H):
@@ -167,7 +167,7 @@ class TestBattery:
         if name == "geometric-fold":
             assert pe <= p * span * (1 + 1e-12)  # post-processing of x + Z
         if b > a:
-            assert ch.delta(pe * (1 + 1e-9), H) <= 1e-14
+            assert ch.delta_star(pe * (1 + 1e-9), H) <= 1e-14
 
 
 def test_rr_formula_and_bad_eps():
@@ -223,7 +223,7 @@ def test_sparse_wrappers_are_the_window_channels():
     b = SparseChannel.laplace(lam=0.5, s=7, domain=(0, 20), window="clipped")
     assert a.window == "clipped" and (a.matrix != b.matrix).nnz == 0
     g = sparse_gaussian(sigma=1.5, s=9, domain=(0, 20), window="extended")
-    assert g.delta(1.0, 3) == pytest.approx(float(SparseGaussian(sigma=1.5, s=9).delta_star(1.0, 3)), rel=1e-12)
+    assert g.delta_star(1.0, 3) == pytest.approx(float(SparseGaussian(sigma=1.5, s=9).delta_star(1.0, 3)), rel=1e-12)
     assert sparse_laplace(lam=0.5, s=7, domain=(0, 20)).pure_epsilon(1) == math.inf
     assert float(SparseLaplace(lam=0.5, s=7).delta_star(1.0, 3)) > 0
 

@@ -21,7 +21,7 @@ def test_theorem4_feasibility_threshold(H, t, eps, lam):
     if s >= bounds.minimum_support(H):
         # the windows of 0 and H intersect: the point H - t has positive mass under both
         assert np.isfinite(m.logpmf(H - m.t, 0)) and np.isfinite(m.logpmf(H - m.t, H))
-        assert m.delta(eps, H) < 1.0 or lam * m.t > 30
+        assert m.delta_h(eps, H) < 1.0 or lam * m.t > 30
 
 
 @given(H=st.integers(1, 12), extra=st.integers(0, 30), lam_frac=st.floats(0.05, 1.0), eps=st.floats(0.05, 4))
@@ -30,9 +30,9 @@ def test_theorem5_identity_and_bound(H, extra, lam_frac, eps):
     s = 2 * H + 1 + 2 * extra
     m = SparseLaplace(lam=lam, s=s)
     hs = np.arange(0, H + 1)
-    np.testing.assert_allclose(bounds.laplace_clean_delta(eps=eps, lam=lam, s=s, h=hs, H=H), m.delta(eps, hs), atol=1e-14)
+    np.testing.assert_allclose(bounds.laplace_clean_delta(eps=eps, lam=lam, s=s, h=hs, H=H), m.delta_h(eps, hs), atol=1e-14)
     # the overlap vanishes under the theorem's condition
-    assert np.all(m.defect(eps, hs).overlap <= 1e-15)  # zero, up to the rounding of lam = eps/H
+    assert np.all(m.defect_h(eps, hs).overlap <= 1e-15)  # zero, up to the rounding of lam = eps/H
     ds = float(m.delta_star(eps, H))
     tight = bounds.laplace_clean_bound(eps=eps, lam=lam, s=s, H=H)
     loose = bounds.laplace_clean_bound(eps=eps, lam=lam, s=s, H=H, loose=True)
@@ -54,7 +54,7 @@ def test_theorem7_identity_and_bound(H, t_extra, sigma, eps_extra):
     eps = H * (2 * t - H) / (2 * sigma**2) + eps_extra
     m = SparseGaussian(sigma=sigma, s=s)
     hs = np.arange(0, H + 1)
-    np.testing.assert_allclose(bounds.gaussian_clean_delta(eps=eps, sigma=sigma, s=s, h=hs, H=H), m.delta(eps, hs), atol=1e-14)
+    np.testing.assert_allclose(bounds.gaussian_clean_delta(eps=eps, sigma=sigma, s=s, h=hs, H=H), m.delta_h(eps, hs), atol=1e-14)
     ds = float(m.delta_star(eps, H))
     assert ds <= bounds.gaussian_clean_bound(eps=eps, sigma=sigma, s=s, H=H) * (1 + 1e-12)
     assert bounds.gaussian_clean_bound(eps=eps, sigma=sigma, s=s, H=H) <= bounds.gaussian_clean_bound(

@@ -143,11 +143,11 @@ class TestBattery:
     def test_delta_matches_brute_force(self, case, H):
         P = dense(case)
         x = case.inputs.tolist()
-        prof = case.delta(EPS, H)
+        prof = case.delta_star(EPS, H)
         assert prof.shape == (len(EPS),)
         for k, eps in enumerate(EPS):
             exact = brute_delta(P, x, eps, H)
-            assert case.delta(eps, H) == pytest.approx(exact, abs=1e-14)
+            assert case.delta_star(eps, H) == pytest.approx(exact, abs=1e-14)
             assert prof[k] == pytest.approx(exact, abs=1e-14)
 
     @pytest.mark.parametrize("H", H_VALUES)
@@ -184,12 +184,12 @@ class TestBattery:
         grid = np.linspace(0, 4, 17)
         prev = None
         for H in [1, 2, 3, 5, 8, 100]:
-            prof = case.delta(grid, H)
+            prof = case.delta_star(grid, H)
             assert np.all(np.diff(prof) <= 1e-15)  # nonincreasing in eps
             if prev is not None:
                 assert np.all(prof >= prev - 1e-15)  # nondecreasing in H
             prev = prof
-        np.testing.assert_allclose(case.delta(grid, None), case.delta(grid, 10**6), atol=1e-15)
+        np.testing.assert_allclose(case.delta_star(grid, None), case.delta_star(grid, 10**6), atol=1e-15)
 
     @pytest.mark.parametrize("H", H_VALUES)
     def test_pure_epsilon(self, case, H):
@@ -205,7 +205,7 @@ class TestBattery:
             assert case.is_pure_ldp(got, H)
             assert not case.is_pure_ldp(got * 0.999, H) or got == 0.0
             # pure eps-LDP means (eps, 0)-LDP
-            assert case.delta(got * (1 + 1e-9) + 1e-12, H) <= 1e-12
+            assert case.delta_star(got * (1 + 1e-9) + 1e-12, H) <= 1e-12
 
     @pytest.mark.parametrize("H", H_VALUES)
     def test_epsilon_for_delta(self, case, H):
@@ -243,8 +243,8 @@ class TestBattery:
         np.testing.assert_array_equal(back.inputs, case.inputs)
         np.testing.assert_array_equal(back.outputs, case.outputs)
         assert (back.family, back.param, back.domain, back.window) == (case.family, case.param, case.domain, case.window)
-        assert back.delta(1.0, 2) == case.delta(1.0, 2)
-        assert copy.deepcopy(case).delta(0.5) == case.delta(0.5)
+        assert back.delta_star(1.0, 2) == case.delta_star(1.0, 2)
+        assert copy.deepcopy(case).delta_star(0.5) == case.delta_star(0.5)
 
     def test_immutable(self, case):
         with pytest.raises(AttributeError, match="immutable"):
@@ -291,7 +291,7 @@ def test_delta_identity_random(chan, eps, H, ratio):
     try:
         ch = SparseChannel(W, inputs=inputs)
         P = W / W.sum(axis=1, keepdims=True)
-        assert ch.delta(eps, H) == pytest.approx(brute_delta(P, inputs, eps, H), abs=1e-14)
+        assert ch.delta_star(eps, H) == pytest.approx(brute_delta(P, inputs, eps, H), abs=1e-14)
         pe = ch.pure_epsilon(H)
         want = brute_pure(P, inputs, H)
         assert (pe == math.inf) == (want == math.inf)
@@ -359,7 +359,7 @@ def test_extended_equals_translation_invariant(family, p, s, domain):
     eps = np.array([0.0, 0.5, 1.0, 3.0])
     for H in [1, 3, 8, 40, None]:
         hh = min(H or 10**9, b - a)
-        got = ch.delta(eps, H)
+        got = ch.delta_star(eps, H)
         if hh == 0:
             np.testing.assert_array_equal(got, 0.0)
             continue
@@ -381,14 +381,14 @@ def test_clipped_differs_near_edges_and_matches_brute_force(family, p, s):
         for eps in (0.0, 1.0):
             edge = ch.defect(eps, 0, h)
             assert edge.total == pytest.approx(brute_pair(P, row[0], row[h], eps), abs=1e-14)
-            diffs.append(abs(float(edge.total) - float(mech.delta(eps, h))))
+            diffs.append(abs(float(edge.total) - float(mech.delta_h(eps, h))))
             # far from the edges the clipped window is the full window
             mid = 12 - h // 2
             if mid - t >= 0 and mid + h + t <= 25:
-                assert ch.defect(eps, mid, mid + h).total == pytest.approx(float(mech.delta(eps, h)), abs=1e-13)
+                assert ch.defect(eps, mid, mid + h).total == pytest.approx(float(mech.delta_h(eps, h)), abs=1e-13)
     assert max(diffs) > 1e-3
     for H in [1, 3, None]:
-        assert ch.delta(1.0, H) == pytest.approx(brute_delta(P, ch.inputs.tolist(), 1.0, H), abs=1e-14)
+        assert ch.delta_star(1.0, H) == pytest.approx(brute_delta(P, ch.inputs.tolist(), 1.0, H), abs=1e-14)
     # clipped rows are biased near the edges (NOTES item 9)
     assert ch.mean_output()[0] > 0.01
 
@@ -401,9 +401,9 @@ def test_large_domain_is_banded_and_matches_mechanism():
     np.testing.assert_allclose(res.delta, mech.delta_star([0.5, 1.0], 50), rtol=1e-12)
     assert isinstance(ch._backend(), channel_mod._Band)
     cl = SparseChannel.gaussian(sigma=8.0, s=101, domain=(0, 2999), window="clipped")
-    assert cl.delta(1.0, 50) >= SparseGaussian(sigma=8.0, s=101).delta_star(1.0, 50) - 1e-12
+    assert cl.delta_star(1.0, 50) >= SparseGaussian(sigma=8.0, s=101).delta_star(1.0, 50) - 1e-12
     # far pairs have disjoint windows: defect 1, found without visiting every pair
-    assert ch.delta(1.0) == 1.0
+    assert ch.delta_star(1.0) == 1.0
 
 
 # ---------------------------------------------------------------------------
@@ -446,8 +446,8 @@ def test_huge_eps_uses_log_space():
     L = sp.coo_array((np.array([0.0, -800.0, -800.0, 0.0]), (np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))))
     ch = SparseChannel.from_log_weights(L)
     # Delta(eps) = p0 (1 - e^{eps - 800}) for eps < 800 (p0 = 1 in double)
-    assert ch.delta(799.0) == pytest.approx(-math.expm1(-1.0), rel=1e-12)
-    assert ch.delta(800.5) == 0.0
+    assert ch.delta_star(799.0) == pytest.approx(-math.expm1(-1.0), rel=1e-12)
+    assert ch.delta_star(800.5) == 0.0
     assert ch.epsilon(0.5) == pytest.approx(800 + math.log(0.5), rel=1e-12)
     assert ch.pure_epsilon() == pytest.approx(800.0, rel=1e-14)
     assert ch.matrix.nnz == 4  # the underflowed probabilities stay in the support
@@ -466,7 +466,7 @@ def test_underflowed_window_entries_stay_in_support():
 
 def test_epsilon_zero_and_trivial_cases():
     ch = SparseChannel(np.ones((3, 4)))
-    assert ch.delta(0.0) == 0.0
+    assert ch.delta_star(0.0) == 0.0
     # certified: the rounding model cannot tell identical rows from rows within rounding of
     # each other, so the certified eps is a rounding-sized number, not exactly 0
     assert 0.0 <= ch.epsilon(0.0) <= 1e-13
@@ -474,9 +474,9 @@ def test_epsilon_zero_and_trivial_cases():
     assert ch.pure_epsilon() == 0.0
     single = SparseChannel([[1.0, 2.0]])
     assert single.epsilon(0.1) == 0.0
-    assert single.delta([0.0, 1.0]).tolist() == [0.0, 0.0]
+    assert single.delta_star([0.0, 1.0]).tolist() == [0.0, 0.0]
     gapped = SparseChannel(np.eye(3) + 0.1, inputs=[0, 10, 20])
-    assert gapped.delta(0.0, 5) == 0.0
+    assert gapped.delta_star(0.0, 5) == 0.0
     assert gapped.pure_epsilon(5) == 0.0
 
 
@@ -500,7 +500,7 @@ def test_sparse_input_is_not_densified(monkeypatch):
     ch = SparseChannel(W)
     assert ch.matrix.nnz == W.nnz
     # interior rows are thirds; each neighbour leaks one third, the overlap cancels at eps = 0
-    assert ch.delta(0.0, 1) == pytest.approx(1.0 / 3.0, abs=1e-15)
+    assert ch.delta_star(0.0, 1) == pytest.approx(1.0 / 3.0, abs=1e-15)
     assert ch.pure_epsilon(1) == math.inf
 
 
@@ -550,9 +550,9 @@ def test_constructor_errors(kwargs, exc, match):
         (lambda: SparseChannel.laplace(lam=0.5, s=3, domain=5), TypeError, r"domain must be a pair"),
         (lambda: SparseChannel.laplace(lam=0.5, s=3, domain=(0.0, 9)), TypeError, r"domain lo must be an integer"),
         (lambda: SparseChannel.laplace(lam=0.5, s=3, domain=(0, 9), window="wide"), ValueError, r"window must be 'extended' or 'clipped'; got 'wide'"),
-        (lambda: SparseChannel([[1.0, 1.0]]).delta(-1.0), ValueError, r"eps must be a real number >= 0"),
-        (lambda: SparseChannel([[1.0, 1.0]]).delta(1.0, H=0), ValueError, r"H must be an integer >= 1; got 0"),
-        (lambda: SparseChannel([[1.0, 1.0]]).delta(1.0, H=2.0), TypeError, r"H must be an integer"),
+        (lambda: SparseChannel([[1.0, 1.0]]).delta_star(-1.0), ValueError, r"eps must be a real number >= 0"),
+        (lambda: SparseChannel([[1.0, 1.0]]).delta_star(1.0, H=0), ValueError, r"H must be an integer >= 1; got 0"),
+        (lambda: SparseChannel([[1.0, 1.0]]).delta_star(1.0, H=2.0), TypeError, r"H must be an integer"),
         (lambda: SparseChannel([[1.0, 1.0]]).epsilon(1.5), ValueError, r"delta must be a real number in \[0, 1\]; got 1.5"),
         (lambda: SparseChannel([[1.0, 1.0]]).pmf(0, 3), ValueError, r"x must be one of the channel's 1 input values \(between 0 and 0\); got 3"),
         (lambda: SparseChannel([[1.0, 1.0]]).pmf(0.5, 0), TypeError, r"y must be an integer"),

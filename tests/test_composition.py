@@ -57,7 +57,7 @@ def test_composed_pld_bounds_exact_product_delta(mech, h, k):
 def test_single_report_matches_theorem(mech, h):
     pld = to_pld(mech, h, value_discretization_interval=1e-6)
     for eps in (0.0, 0.7, 1.5):
-        exact = float(mech.delta(eps, h))
+        exact = float(mech.delta_h(eps, h))
         got = float(pld.get_delta_for_epsilon(eps))
         assert exact - 1e-12 <= got <= exact + 2e-6 * math.exp(eps) + 1e-12
 
@@ -65,7 +65,7 @@ def test_single_report_matches_theorem(mech, h):
 def test_infinity_mass_is_the_support_leakage():
     mech = SparseLaplace(lam=0.5, s=5)
     pld = to_pld(mech, 3)
-    leak = float(mech.defect(0.0, 3).support_leakage)
+    leak = float(mech.defect_h(0.0, 3).support_leakage)
     # as eps -> infinity only the outputs impossible under x' remain
     assert float(pld.get_delta_for_epsilon(200.0)) == pytest.approx(leak, rel=1e-12)
 

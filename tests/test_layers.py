@@ -23,13 +23,14 @@ LAYERS = {
     3: ["sampling"],
     4: ["channel"],
     5: ["mechanisms", "_search", "kernel_mechanism"],
-    6: ["families", "baselines", "design", "composition"],
-    7: ["finite_design", "spec", "estimation"],
-    8: ["io", "compare", "reproduce", "demo_data"],
-    9: ["figures", ""],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
-    10: ["cli"],
-    11: ["demo", "_entry"],
-    12: ["__main__"],
+    6: ["families"],
+    7: ["baselines", "design", "composition"],
+    8: ["finite_design", "spec", "estimation"],
+    9: ["io", "compare", "reproduce", "demo_data"],
+    10: ["figures", ""],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
+    11: ["cli"],
+    12: ["demo", "_entry"],
+    13: ["__main__"],
 }
 RANK = {name: rank for rank, names in LAYERS.items() for name in names}
 

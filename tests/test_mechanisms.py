@@ -56,7 +56,7 @@ def test_delta_matches_brute_force(case):
     kind, param, s, m = case
     hs = np.arange(0, s + 2)
     for eps in EPS:
-        ours = m.delta(eps, hs)
+        ours = m.delta_h(eps, hs)
         ref = [brute.delta(kind, param, s, eps, int(h)) for h in hs]
         np.testing.assert_allclose(ours, ref, atol=1e-13)
 
@@ -65,7 +65,7 @@ def test_split_adds_up_and_matches_brute(case):
     kind, param, s, m = case
     for eps in EPS:
         for h in range(1, s + 2):
-            d = m.defect(eps, h)
+            d = m.defect_h(eps, h)
             assert d.total == pytest.approx(d.support_leakage + d.overlap, abs=1e-15)
             leak, ov = brute.split(kind, param, s, eps, h)
             assert d.support_leakage == pytest.approx(leak, abs=1e-13)
@@ -75,7 +75,7 @@ def test_split_adds_up_and_matches_brute(case):
 def test_range_and_disjoint_windows_exactly_one(case):
     kind, param, s, m = case
     hs = np.arange(0, 3 * s + 3)
-    d = m.delta(np.array(EPS)[:, None], hs[None, :])
+    d = m.delta_h(np.array(EPS)[:, None], hs[None, :])
     assert np.all((d >= 0) & (d <= 1))
     assert np.all(d[:, hs > 2 * m.t] == 1.0)  # NOTES item 4: exactly 1, not 0.999...
     assert np.all(d[:, 0] == 0.0)
@@ -85,7 +85,7 @@ def test_delta_nondecreasing_in_h_and_nonincreasing_in_eps(case):
     # NOTES item 8: observed, not proven in the paper; checked here on the table
     kind, param, s, m = case
     hs = np.arange(0, s + 2)
-    d = m.delta(np.array(EPS)[:, None], hs[None, :])
+    d = m.delta_h(np.array(EPS)[:, None], hs[None, :])
     assert np.all(np.diff(d, axis=1) >= -1e-15)
     assert np.all(np.diff(d, axis=0) <= 1e-15)
 
@@ -115,7 +115,7 @@ def test_epsilon_inverts_delta_star(case):
             e = m.epsilon(target, H)
         except InfeasibleError:
             # then the leakage alone exceeds the target at some h <= H
-            assert max(m.defect(1e9, h).support_leakage for h in range(1, H + 1)) > target
+            assert max(m.defect_h(1e9, h).support_leakage for h in range(1, H + 1)) > target
             continue
         assert m.delta_star(e, H) <= target
         if e > 0:
@@ -132,7 +132,7 @@ def test_epsilon_inverts_delta_star(case):
 def test_hypothesis_brute_force(kind, param, t, eps, h):
     s = 2 * t + 1
     m = make(kind, param, s)
-    d = m.defect(eps, h)
+    d = m.defect_h(eps, h)
     assert d.total == pytest.approx(brute.delta(kind, param, s, eps, h), abs=1e-12)
     assert 0.0 <= d.support_leakage <= 1.0 and 0.0 <= d.overlap <= 1.0
 
@@ -193,7 +193,7 @@ def test_extreme_parameters_finite_and_monotone(kind, param, s):
     m = make(kind, param, s)
     hs = np.unique(np.r_[0:50, np.linspace(0, min(s + 5, 3000), 200).astype(int), s - 1, s, s + 1])
     for eps in (0.0, 1.0, 10.0):
-        d = m.delta(eps, hs)
+        d = m.delta_h(eps, hs)
         assert np.all(np.isfinite(d)) and np.all((d >= 0) & (d <= 1))
         assert np.all(np.diff(d) >= -1e-14)
     assert math.isfinite(m.r1) and math.isfinite(m.r2) and 0 <= m.r1 <= m.t and m.r2 <= m.t**2 + 1e-9
@@ -205,7 +205,7 @@ def test_eps_zero_is_total_variation():
     m = SparseLaplace(lam=0.7, s=9)
     for h in range(1, 10):
         _, p, q = brute.rows("laplace", 0.7, 9, h)
-        assert m.delta(0.0, h) == pytest.approx(0.5 * np.abs(p - q).sum(), abs=1e-14)
+        assert m.delta_h(0.0, h) == pytest.approx(0.5 * np.abs(p - q).sum(), abs=1e-14)
 
 
 def test_logpmf_far_tail_does_not_underflow():
@@ -233,7 +233,7 @@ def test_agrees_with_dp_accounting():
             lo, up, pessimistic_estimate=True, value_discretization_interval=1e-5, symmetric=False
         )
         ref = pld.get_delta_for_epsilon(eps)
-        ours = float(m.delta(eps, h))
+        ours = float(m.delta_h(eps, h))
         assert ref >= ours - 1e-12  # pessimistic: never below the exact value
         assert ref == pytest.approx(ours, abs=2e-4)
 
@@ -248,10 +248,10 @@ BAD = [
     (lambda: SparseGaussian(sigma=0.0, s=7), ValueError, "sigma must be a real number > 0"),
     (lambda: SparseGaussian(sigma=float("inf"), s=7), ValueError, "sigma"),
     (lambda: SparseGaussian(sigma=1.0, s=True), TypeError, "s must be"),
-    (lambda: SparseLaplace(lam=1, s=7).delta(-0.1, 1), ValueError, "eps must be a real number >= 0"),
-    (lambda: SparseLaplace(lam=1, s=7).delta(float("nan"), 1), ValueError, "eps"),
-    (lambda: SparseLaplace(lam=1, s=7).delta(1.0, 1.5), TypeError, "h must be an integer"),
-    (lambda: SparseLaplace(lam=1, s=7).delta(1.0, -1), ValueError, "h must be an integer >= 0; got -1"),
+    (lambda: SparseLaplace(lam=1, s=7).delta_h(-0.1, 1), ValueError, "eps must be a real number >= 0"),
+    (lambda: SparseLaplace(lam=1, s=7).delta_h(float("nan"), 1), ValueError, "eps"),
+    (lambda: SparseLaplace(lam=1, s=7).delta_h(1.0, 1.5), TypeError, "h must be an integer"),
+    (lambda: SparseLaplace(lam=1, s=7).delta_h(1.0, -1), ValueError, "h must be an integer >= 0; got -1"),
     (lambda: SparseLaplace(lam=1, s=7).delta_star(1.0, 0), ValueError, "H must be an integer >= 1; got 0"),
     (lambda: SparseLaplace(lam=1, s=7).delta_star(1.0, 2.0), TypeError, "H must be an integer"),
     (lambda: SparseLaplace(lam=1, s=7).epsilon(1.5, 2), ValueError, "delta must be a real number in [0, 1]"),
@@ -271,7 +271,7 @@ def test_frozen_and_numpy_integers():
     assert m.s == 7 and isinstance(m.s, int)
     with pytest.raises(Exception):
         m.s = 9
-    assert m.delta(1.0, np.int32(2)) == SparseLaplace(lam=0.5, s=7).delta(1.0, 2)
+    assert m.delta_h(1.0, np.int32(2)) == SparseLaplace(lam=0.5, s=7).delta_h(1.0, 2)
 
 
 def test_epsilon_infeasible_raises():
@@ -300,7 +300,7 @@ def test_relative_accuracy_against_50_digit_arithmetic(kind, param, s, eps):
     for h in (1, 3, 10):
         exact = (mp.fsum(w(k) for k in range(-t, h - t))
                  + mp.fsum(max(w(k) - E * w(k - h), 0) for k in range(h - t, t + 1))) / C
-        assert float(m.delta(eps, h)) == pytest.approx(float(exact), rel=1e-12)
+        assert float(m.delta_h(eps, h)) == pytest.approx(float(exact), rel=1e-12)
 
 
 def test_docstring_examples():

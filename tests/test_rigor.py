@@ -110,10 +110,10 @@ def test_defect_bounds_against_exact(kind, param, s, epss, hs):
     m = make(kind, param, s)
     hs = np.array([h for h in hs if h >= 0])
     for eps in epss:
-        near = m.defect(eps, hs)
+        near = m.defect_h(eps, hs)
         up_t, up_l, up_o = accounting.defect_bounds(m.kernel, eps, hs)
         lo_t, lo_l, lo_o = accounting.defect_bounds(m.kernel, eps, hs, upper=False)
-        np.testing.assert_array_equal(m.delta_upper(eps, hs), up_t)
+        np.testing.assert_array_equal(m.delta_h_upper(eps, hs), up_t)
         for k, h in enumerate(hs):
             ex_t, ex_l, ex_o = brute.mp_defect(kind, param, s, eps, h)
             what = f"{kind} {param} s={s} eps={eps!r} h={h}"
@@ -140,8 +140,8 @@ def test_delta_star_upper_against_exact(kind, param, s, epss, hs):
             assert_near(m.delta_star(eps, H), ex, eps=eps)
     # disjoint windows: exactly 1; h = 0: exactly 0
     assert m.delta_star_upper(epss[0], 2 * t + 1) == 1.0
-    assert m.delta_upper(epss[-1], 2 * t + 1) == 1.0
-    assert m.delta_upper(epss[-1], 0) == 0.0
+    assert m.delta_h_upper(epss[-1], 2 * t + 1) == 1.0
+    assert m.delta_h_upper(epss[-1], 0) == 0.0
 
 
 @settings(max_examples=25)
@@ -163,7 +163,7 @@ def test_defect_bounds_random(kind, logp, t, hfrac, efrac, at_loss):
     assert_upper(up_t, ex_t, eps=eps)
     assert_upper(up_l, ex_l, eps=eps)
     assert_upper(up_o, ex_o, eps=eps)
-    assert_near(m.delta(eps, h), ex_t, eps=eps)
+    assert_near(m.delta_h(eps, h), ex_t, eps=eps)
 
 
 # ---------------------------------------------------------------------------
@@ -299,7 +299,7 @@ def test_channel_bounds_and_epsilon_random(chan, eps, H, target):
     rows = brute.mp_channel_rows(W)
     ex = brute.mp_channel_delta(rows, inputs, eps, H)
     assert_upper(ch.delta_star_upper(eps, H), ex, eps=eps)
-    assert_near(ch.delta(eps, H), ex, eps=eps)
+    assert_near(ch.delta_star(eps, H), ex, eps=eps)
     assert ch.epsilon(1.0, H) == 0.0
     try:
         e = ch.epsilon(target, H)
@@ -328,7 +328,7 @@ def test_window_channels_against_exact(family, param, s, domain, eps, H):
     rows = _mp_rows_from_logw_exact(family, param, d, t)
     ex = brute.mp_channel_delta(rows, xs, eps, H)
     assert_upper(ch.delta_star_upper(eps, H), ex)
-    assert_near(ch.delta(eps, H), ex)
+    assert_near(ch.delta_star(eps, H), ex)
     e = ch.epsilon(0.5 * float(ex) + 1e-3, H) if ex > 2e-3 else None
     if e is not None:
         assert brute.mp_channel_delta(rows, xs, e, H) <= 0.5 * float(ex) + 1e-3

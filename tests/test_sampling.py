@@ -90,7 +90,7 @@ def chi_square(observed, probs, n):
 
 
 def realized_floats(m):
-    return np.array([float(p) for p in m.sampling_pmf()[1]])
+    return np.array([float(p) for p in m.sampling_pmf(0)[1]])
 
 
 # ---------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def test_chi_square_table_size():
 def test_sampling_pmf_exact(row):
     kind, param, s = row
     m = make(kind, param, s)
-    offsets, probs = m.sampling_pmf()
+    offsets, probs = m.sampling_pmf(0)
     assert offsets.dtype == np.int64
     np.testing.assert_array_equal(offsets, np.arange(-m.t, m.t + 1))
     assert all(isinstance(p, Fraction) for p in probs)
@@ -156,7 +156,7 @@ def test_quantization_close_to_ideal(row):
             w = [mpmath.exp(-(j * j) / (2 * mpmath.mpf(param) ** 2)) for j in k]
         z = mpmath.fsum(w)
         ideal = [wi / z * TWO64 for wi in w]
-        counts = [int(p * TWO64) for p in m.sampling_pmf()[1]]
+        counts = [int(p * TWO64) for p in m.sampling_pmf(0)[1]]
         floored = 0
         for c, r in zip(counts, ideal):
             if r < 1:
@@ -294,7 +294,7 @@ def hockey(p_counts, q_counts, ell):
 
 def realized_delta_bracket(m, eps, H):
     """Exact-arithmetic bracket of the realized delta*(eps; H), by brute force over h."""
-    counts = [int(p * TWO64) for p in m.sampling_pmf()[1]]
+    counts = [int(p * TWO64) for p in m.sampling_pmf(0)[1]]
     s = len(counts)
     lo_e, hi_e = exp_bracket(eps)
     best_hi = best_lo = Fraction(0)

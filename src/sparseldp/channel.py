@@ -290,7 +290,7 @@ class SparseChannel:
     0.6666666666666666
     >>> ch.pure_epsilon()                      # supports differ (Theorem 1)
     inf
-    >>> round(float(ch.delta(0.0)), 4)        # total variation
+    >>> round(float(ch.delta_star(0.0)), 4)   # total variation
     0.6667
     """
 
@@ -696,8 +696,8 @@ class SparseChannel:
         shape = e.shape
         return Defect(total.reshape(shape)[()], leak.reshape(shape)[()], ov.reshape(shape)[()])
 
-    def delta(self, eps, H=None):
-        """``sup`` over ordered pairs ``x != x'`` with ``|x - x'| <= H`` (all pairs when ``None``)
+    def delta_star(self, eps, H=None):
+        """``delta*(eps; H)``: the ``sup`` over ordered pairs ``x != x'`` with ``|x - x'| <= H`` (all pairs when ``None``)
         of ``Delta_eps(x, x')`` (Theorems 2 and 8).
 
         ``eps`` may be an array: the result is the privacy profile with its
@@ -711,12 +711,11 @@ class SparseChannel:
         """
         return self.delta_with_argmax(eps, H, _split=False).delta
 
-    def delta_star(self, eps, H=None):
-        """Alias of :meth:`delta`, named like the mechanisms' method."""
-        return self.delta(eps, H)
+    # transitional spelling (removed once every caller uses delta_star)
+    delta = delta_star
 
     def delta_star_upper(self, eps, H=None):
-        """A rigorous upper bound on :meth:`delta`: never below the exact value, at most 1.
+        """A rigorous upper bound on :meth:`delta_star`: never below the exact value, at most 1.
 
         0.0 only when no pair is in range.  Per pair, the computed defect is
         raised by a priori bounds on the rounding of the stored probabilities
@@ -730,7 +729,7 @@ class SparseChannel:
         grows with the log ratios (about ``1e-15`` per unit of ``eps`` or of the
         largest log ratio) and with the size of the log weights' common offset
         in :meth:`from_log_weights`.  About two to three times the cost of
-        :meth:`delta`.
+        :meth:`delta_star`.
         """
         e = check_eps_array(eps, "eps")
         H = _check_H(H)
@@ -744,7 +743,7 @@ class SparseChannel:
         return best.reshape(e.shape)[()]
 
     def delta_with_argmax(self, eps, H=None, *, _split=True) -> WorstPair:
-        """:meth:`delta` together with a maximizing ordered pair and its split (a :class:`WorstPair`)."""
+        """:meth:`delta_star` together with a maximizing ordered pair and its split (a :class:`WorstPair`)."""
         e = check_eps_array(eps, "eps")
         H = _check_H(H)
         flat = e.reshape(-1)

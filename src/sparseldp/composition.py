@@ -134,7 +134,7 @@ def to_pld(mechanism, h=None, *, x=None, x_prime=None, value_discretization_inte
     >>> from sparseldp import SparseLaplace
     >>> pld = to_pld(SparseLaplace(lam=0.5, s=7), 3)
     >>> d1 = float(pld.get_delta_for_epsilon(1.0))
-    >>> abs(d1 - float(SparseLaplace(lam=0.5, s=7).delta(1.0, 3))) < 1e-3
+    >>> abs(d1 - float(SparseLaplace(lam=0.5, s=7).delta_h(1.0, 3))) < 1e-3
     True
     """
     from .mechanisms import RadiusMechanism

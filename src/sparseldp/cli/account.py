@@ -52,7 +52,7 @@ _JSON_CHUNK = 1 << 16
 
 def account_rows(mechanism, eps: float, hs: np.ndarray):
     """``(delta, support_leakage, overlap)`` arrays for the separations ``hs``."""
-    d = mechanism.defect(eps, np.asarray(hs, dtype=np.int64))
+    d = mechanism.defect_h(eps, np.asarray(hs, dtype=np.int64))
     return (np.atleast_1d(d.total), np.atleast_1d(d.support_leakage), np.atleast_1d(d.overlap))
 
 
