@@ -153,3 +153,44 @@ def mp_channel_delta(rows, inputs, eps, H=None):
                 d = mpmath.fsum(max(mpmath.mpf(0), p - E * q) for p, q in zip(rows[i], rows[j]))
                 best = max(best, d)
         return best
+
+
+# ---------------------------------------------------------------------------
+# general kernels given by their weights w(0..t) (tests/test_kernels.py)
+# ---------------------------------------------------------------------------
+def weight_rows(weights, h):
+    """Both rows ``P(.|0)``, ``P(.|h)`` of the kernel ``w(|k|) = weights[|k|]`` on a wide window (plain numpy)."""
+    w = np.asarray(weights, dtype=float)
+    t = w.size - 1
+    y = np.arange(-t - 2, t + h + 3)
+    d0, dh = np.abs(y), np.abs(y - h)
+    w0 = np.where(d0 <= t, w[np.minimum(d0, t)], 0.0)
+    wh = np.where(dh <= t, w[np.minimum(dh, t)], 0.0)
+    return y, w0 / w0.sum(), wh / wh.sum()
+
+
+def weight_split(weights, eps, h):
+    """``(support_leakage, overlap)`` with the windows ``|y| <= t``, ``|y - h| <= t`` as supports."""
+    y, p, q = weight_rows(weights, h)
+    t = len(weights) - 1
+    in0, inh = np.abs(y) <= t, np.abs(y - h) <= t
+    with np.errstate(invalid="ignore"):
+        d = np.where(q > 0, p - np.exp(eps) * q, p)
+    return float(p[in0 & ~inh].sum()), float(np.maximum(d[in0 & inh], 0.0).sum())
+
+
+def mp_weight_defect(weights, eps, h):
+    """Exact ``(total, support_leakage, overlap)`` (mpf, 80 digits) of a weight kernel at separation ``h``."""
+    mpmath = _mp()
+    w = [float(v) for v in weights]
+    t = len(w) - 1
+    h = int(h)
+    if h > 2 * t:
+        return mpmath.mpf(1), mpmath.mpf(1), mpmath.mpf(0)
+    with mpmath.workdps(_MP_DPS):
+        W = [mpmath.mpf(v) for v in w]
+        C = W[0] + 2 * mpmath.fsum(W[1:])
+        E = mpmath.exp(mpmath.mpf(float(eps)))
+        leak = mpmath.fsum(W[abs(y)] for y in range(-t, h - t))
+        ov = mpmath.fsum(max(mpmath.mpf(0), W[abs(y)] - E * W[abs(y - h)]) for y in range(h - t, t + 1))
+        return (leak + ov) / C, leak / C, ov / C

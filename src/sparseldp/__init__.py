@@ -39,6 +39,7 @@ __version__ = "0.1.0"
 # stays light and each layer loads only when used.
 _LAZY = {
     "SparseChannel": "channel",
+    "SparseKernel": "kernel_mechanism",
     "estimate_frequencies": "estimation",
     "estimate_mean": "estimation",
     "MeanEstimate": "estimation",

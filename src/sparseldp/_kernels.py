@@ -1,10 +1,16 @@
-r"""Log-space tail and range sums of the two radius-truncated kernels, with rigorous bounds.
+r"""Radius kernels: the declared interface, the two log-concave families and a general kernel.
 
-A kernel is a symmetric weight ``w(k) = w(|k|)``, nonincreasing in ``|k|``,
-restricted to the window ``|k| <= t``:
+A kernel is a symmetric nonnegative weight ``w(k) = w(|k|)`` with ``w(0) > 0``,
+restricted to the window ``|k| <= t`` (Definition 1).  :class:`Kernel` is the
+abstract interface (its docstring lists the assumptions and the methods the
+package calls); :class:`LogConcaveKernel` adds the closed-form, prefix-structured
+accounting that log-concavity allows:
 
 * discrete Laplace (Definition 6): ``log w(k) = -lam |k|``;
-* Gaussian (Definition 13): ``log w(k) = -k^2 / (2 sigma^2)``.
+* Gaussian (Definition 13): ``log w(k) = -k^2 / (2 sigma^2)``;
+
+and :class:`GeneralKernel` takes any weights ``w(0..t)`` and is accounted by
+the generic path of :mod:`sparseldp.accounting` (no shape assumed).
 
 Everything the accountant needs reduces to sums of ``w`` over integer ranges,
 served here in log space so that nothing underflows.  Each kernel gives the
@@ -44,14 +50,23 @@ accountant.
 
 from __future__ import annotations
 
+import abc
 import itertools
 import math
 
 import numpy as np
 
 __all__ = [
+    "Kernel",
+    "LogConcaveKernel",
     "LaplaceKernel",
     "GaussianKernel",
+    "GeneralKernel",
+    "check_weights",
+    "MAX_KERNEL_S",
+    "bounded_sum",
+    "normalizer_bound",
+    "sum_factor",
     "logsubexp",
     "check_gaussian_s",
     "GAUSSIAN_MAX_S",
@@ -251,16 +266,109 @@ def _two_prod(a, b):
 # ---------------------------------------------------------------------------
 # kernels
 # ---------------------------------------------------------------------------
-class _Kernel:
-    """Common range-sum logic; subclasses give ``log_w`` and ``log_range_nonneg``."""
+class Kernel(abc.ABC):
+    r"""The declared interface of a radius kernel ``w`` on the window ``|k| <= t``.
+
+    A mechanism ``M(y | x) = w(|x - y|) / C_t * 1{|x - y| <= t}`` (Definition 1
+    allows any nonnegative weight) is described completely by its kernel.
+    Every algorithm of the package relies on these assumptions, which each
+    subclass must guarantee:
+
+    * **symmetric**: ``w(k) = w(-k)``, so a kernel is given by ``w(0..t)``
+      and both orders of a pair give the same defect (docs/paper.md,
+      "delta* and ordered pairs");
+    * **nonnegative and finite** weights, with ``w(0) > 0`` (every input can
+      report itself, so every normalizer is positive);
+    * a **finite window** ``|k| <= t`` (``t = (s - 1) / 2`` is the attribute
+      ``t``, an ``int >= 0``): ``w(k) = 0`` beyond it.
+
+    ``log_concave`` says whether ``w`` (zero beyond its support) is
+    log-concave.  The closed-form accountant (:class:`LogConcaveKernel`,
+    Theorems 3 and 9) relies on it: then the overlap loss
+    ``L_h(k) = log w(k) - log w(k - h)`` is nonincreasing in ``k``, so the
+    excess set ``{k : L_h(k) > eps}`` is a *prefix* of the overlap and
+    ``delta_h`` is two range sums (Proposition 2 for the Gaussian).  Kernels
+    that do not derive from :class:`LogConcaveKernel` (e.g.
+    :class:`GeneralKernel`, whatever its ``log_concave``) are accounted by the
+    generic path of :mod:`sparseldp.accounting`, which sums
+    ``[P(y|0) - e^eps P(y|h)]_+`` over the window and assumes nothing about
+    the shape.
+
+    Abstract methods (exactly what the rest of the package calls):
+
+    * :meth:`log_w` -- ``log w(k)`` (mechanism ``logpmf``, channels);
+    * :meth:`log_normalizer_bound` -- ``log C_t`` nearest / rigorous bounds
+      (accounting, channels, design);
+    * :meth:`log_range` -- ``log sum_{k=a}^{b} w(k)`` (clipped channel rows);
+    * :meth:`moment_sums` -- ``(sum j w(j), sum j^2 w(j))`` (``r1``, ``r2``);
+    * :meth:`decimal_weights` -- exact ``w(0..t)`` as Decimals (sampling);
+    * :meth:`weights` -- ``w(0..t)`` as doubles, nearest or rigorous bounds
+      (the generic accountant).
+
+    ``log_normalizer`` (a property) is derived from :meth:`log_normalizer_bound`.
+    """
 
     t: int
+    #: Whether ``w`` is log-concave (see the class docstring); ``False`` unless verified.
+    log_concave: bool = False
 
-    def log_w(self, k):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def log_w(self, k):
+        """``log w(|k|)`` for integer arrays ``|k| <= t`` (``-inf`` where ``w = 0``), rounded to nearest."""
 
-    def _range_nonneg(self, a, b, mode):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def log_normalizer_bound(self, mode: str) -> float:
+        """``log C_t``, ``C_t = sum_{|k| <= t} w(k)``: nearest (``"near"``) or a rigorous upper
+        (``"up"``) / lower (``"dn"``) bound, on the scale of :meth:`log_w` and :meth:`weights`."""
+
+    @abc.abstractmethod
+    def log_range(self, a, b, mode="near"):
+        """``log sum_{k=a}^{b} w(k)`` for integer arrays ``-t <= a``, ``b <= t`` (``-inf`` if ``a > b``);
+        ``mode="up"``/``"dn"``: a rigorous upper/lower bound."""
+
+    @abc.abstractmethod
+    def moment_sums(self):
+        """``(sum_{j=1}^t j w(j), sum_{j=1}^t j^2 w(j))`` on the scale of :attr:`log_normalizer`
+        (Propositions 1 and 3: ``R1 = 2 S1 / C_t``, ``R2 = 2 S2 / C_t``)."""
+
+    @abc.abstractmethod
+    def decimal_weights(self, ctx) -> list:
+        """``w(0..t)`` as :class:`decimal.Decimal` s in context ``ctx`` (any common positive scale;
+        used by :mod:`sparseldp.sampling`, which normalizes them exactly)."""
+
+    @abc.abstractmethod
+    def weights(self, mode: str = "near") -> np.ndarray:
+        """``w(0..t) / c`` as doubles for one positive constant ``c`` fixed by the kernel (the scale of
+        :meth:`log_w`): rounded to nearest, or elementwise rigorous lower (``"dn"``) / upper (``"up"``)
+        bounds.  Read-only; O(t) memory."""
+
+    @property
+    def log_normalizer(self) -> float:
+        """``log C_t = log sum_{|k| <= t} w(k)`` (Definitions 6 and 13)."""
+        return self.log_normalizer_bound("near")
+
+
+class LogConcaveKernel(Kernel):
+    """A log-concave kernel with closed-form (prefix-structured) accounting.
+
+    Subclasses must be log-concave (class docstring of :class:`Kernel`): the
+    accountant then asks :meth:`numerator_terms` for the defect numerator as
+    a few range sums over the prefix excess set.  Subclasses give
+    :meth:`log_w`, ``_range_nonneg(a, b, mode)`` (``log sum_{i=a}^{b} w(i)``
+    for ``0 <= a``), :meth:`numerator_terms`, :meth:`moment_sums`,
+    :meth:`decimal_weights` and :meth:`weights`.
+    """
+
+    log_concave = True
+
+    @abc.abstractmethod
+    def _range_nonneg(self, a, b, mode):
+        """``log sum_{i=a}^{b} w(i)`` for integer arrays ``0 <= a``, ``b <= t``."""
+
+    @abc.abstractmethod
+    def numerator_terms(self, eps, h, mode):
+        """The defect numerator ``C_t delta_h(eps)`` as a list of ``(log_value, nonempty, part)``,
+        ``part`` in ``{"leak", "overlap"}``; ``0 <= h <= 2t`` (Theorems 3 and 9)."""
 
     @_quiet
     def log_range(self, a, b, mode="near"):
@@ -289,11 +397,6 @@ class _Kernel:
         """
         return self._range_nonneg(a, b, mode)
 
-    @property
-    def log_normalizer(self) -> float:
-        """``log C_t = log sum_{|k| <= t} w(k)`` (Definitions 6 and 13)."""
-        return self.log_normalizer_bound("near")
-
     def log_normalizer_bound(self, mode: str) -> float:
         """``log C_t`` rounded to nearest, or a rigorous upper (``"up"``) / lower (``"dn"``) bound."""
         key = "_logc_" + mode
@@ -304,12 +407,8 @@ class _Kernel:
             self.__dict__[key] = got
         return got
 
-    def moment_sums(self):
-        """``(sum_{j=1}^t j w(j), sum_{j=1}^t j^2 w(j))`` for Propositions 1 and 3."""
-        raise NotImplementedError  # pragma: no cover
 
-
-class LaplaceKernel(_Kernel):
+class LaplaceKernel(LogConcaveKernel):
     r"""``w(k) = exp(-lam |k|)`` on ``|k| <= t``; geometric closed forms.
 
     With ``q = e^{-lam}`` and ``G(a, n) = sum_{j=a}^{a+n-1} q^j
@@ -351,6 +450,16 @@ class LaplaceKernel(_Kernel):
 
     def log_w(self, k):
         return -self.lam * np.abs(np.asarray(k, dtype=float))
+
+    @_quiet
+    def weights(self, mode: str = "near") -> np.ndarray:
+        """``w(0..t) = e^{-lam k}``: nearest, or rigorous bounds (``lam k`` rounded outward, ``exp`` to 2 ulp)."""
+        k = np.arange(self.t + 1, dtype=float)
+        if mode == "near":
+            return np.exp(-self.lam * k)
+        if mode == "up":
+            return np.where(k == 0, 1.0, _exp_up(-dn(self.lam * k)))
+        return np.where(k == 0, 1.0, _exp_dn(-up(self.lam * k)))
 
     def _log_geom(self, a, n, mode):
         """``log G(a, n) = -lam a + log(1 - q^n) - log(1 - q)`` for float arrays ``a >= 0``, ``n >= 1``."""
@@ -625,7 +734,7 @@ def _head_end(c: float, t: int) -> int:
     return J
 
 
-class GaussianKernel(_Kernel):
+class GaussianKernel(LogConcaveKernel):
     """``w(k) = exp(-k^2 / (2 sigma^2))`` on ``|k| <= t``; one log suffix-sum array with error bounds."""
 
     def __init__(self, sigma: float, t: int):
@@ -679,6 +788,19 @@ class GaussianKernel(_Kernel):
         if np.isinf(self._c):  # sigma so small that sigma^2 underflows: w = 1{k = 0}
             return np.where(k == 0, 0.0, _NEG_INF)
         return -(k * k) * self._c
+
+    @_quiet
+    def weights(self, mode: str = "near") -> np.ndarray:
+        """``w(0..t) = e^{-k^2 c}``, ``c = 1/(2 sigma^2)``: nearest, or rigorous bounds (``k^2`` is exact for
+        ``k <= 2^26``; ``c`` is enclosed in ``[c_dn, c_up]``, products rounded outward, ``exp`` to 2 ulp)."""
+        k = np.arange(self.t + 1, dtype=float)
+        if not self._c < math.inf:
+            return np.where(k == 0, 1.0, 0.0)
+        if mode == "near":
+            return np.exp(-(k * k) * self._c)
+        if mode == "up":
+            return np.where(k == 0, 1.0, _exp_up(-dn((k * k) * self._c_dn)))
+        return np.where(k == 0, 1.0, _exp_dn(-up((k * k) * self._c_up)))
 
     # -- the suffix array ------------------------------------------------------------
     def _head_chunks(self):
@@ -887,6 +1009,15 @@ class GaussianKernel(_Kernel):
             arg = up(-dn(u * u * self._c_dn) - _log1mexp(dn(2.0 * u * self._c_dn), "dn"))
             return float(_exp_up(arg))
 
+    def last_excess_index(self, h, eps):
+        """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 2), rounded."""
+        h = np.asarray(h, dtype=float)
+        eps = np.asarray(eps, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            kappa = h / 2.0 - np.where(eps > 0, self.sigma * self.sigma * eps, 0.0) / h  # never inf * 0
+            k = np.ceil(kappa) - 1.0
+        return np.where(h > 0, k, -np.inf)
+
     @_quiet
     def numerator_terms(self, eps, h, mode):
         r"""The defect numerator ``Gamma_t delta_h(eps)`` as nonnegative log terms (Theorem 9).
@@ -905,7 +1036,7 @@ class GaussianKernel(_Kernel):
         terms = [(self._range(np.full_like(h, -t), h - t - 1, mode), h >= 1, "leak")]
         lo = h - t
         if mode == "near":
-            last = _gaussian_last_excess(self, h, eps)
+            last = self.last_excess_index(h, eps)
             last = np.minimum(np.maximum(last, lo - 1), t).astype(np.int64)
             nonempty = (last >= lo) & (h >= 1)
             a_hi = np.where(nonempty, last, lo)
@@ -963,14 +1094,214 @@ class GaussianKernel(_Kernel):
         return s1, s2
 
 
-def _gaussian_last_excess(self, h, eps):
-    """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 2), rounded."""
-    h = np.asarray(h, dtype=float)
-    eps = np.asarray(eps, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        kappa = h / 2.0 - np.where(eps > 0, self.sigma * self.sigma * eps, 0.0) / h  # never inf * 0
-        k = np.ceil(kappa) - 1.0
-    return np.where(h > 0, k, -np.inf)
+# ---------------------------------------------------------------------------
+# a general kernel: any nonnegative symmetric weights on the window
+# ---------------------------------------------------------------------------
+# Summation bound used by the generic paths: for n >= 1 nonnegative doubles, np.sum (any order,
+# pairwise included) returns S~ with |S~ - S| <= gamma_{n-1} S, gamma_m = m u / (1 - m u) (Higham,
+# Accuracy and Stability, Section 4.2; gradual underflow adds no error to an addition).  For
+# n u <= 1/4: S <= S~ (1 + 2 n u) and S >= S~ (1 - 2 n u), both factors rounded outward.
+def sum_factor(n: int, mode: str) -> float:
+    """The factor ``(1 +- 2 n u)`` (rounded outward) that turns ``np.sum`` of ``n`` nonnegative doubles
+    into a rigorous upper (``"up"``) / lower (``"dn"``) bound; ``1.0`` for ``"near"``."""
+    if mode == "near":
+        return 1.0
+    g = 2.0 * float(n) * U
+    if g > 0.5:  # pragma: no cover - n > 2^50
+        raise ValueError(f"sums of more than 2^50 terms are not supported; got {n}")
+    return float(up(1.0 + g)) if mode == "up" else float(dn(1.0 - g))
 
 
-GaussianKernel.last_excess_index = _gaussian_last_excess
+def bounded_sum(x, axis=None, *, mode: str, n: int | None = None):
+    """``sum x`` over ``axis`` for nonnegative ``x``: nearest, or a rigorous upper/lower bound."""
+    s = np.sum(x, axis=axis)
+    if mode == "near":
+        return s
+    n = int(x.size if axis is None else x.shape[axis]) if n is None else n
+    f = sum_factor(max(n, 1), mode)
+    return up(s * f) if mode == "up" else dn(s * f)
+
+
+def check_weights(weights, name: str = "weights") -> np.ndarray:
+    """Validate kernel weights ``w(0), ..., w(t)``: a 1-d array of finite reals ``>= 0`` with ``w(0) > 0``.
+
+    Returns a read-only float64 copy (``-0.0`` becomes ``0.0``).  ``TypeError``
+    for a non-numeric argument, ``ValueError`` (naming the argument, the
+    allowed range and the value) otherwise.
+    """
+    allowed = "a 1-d sequence of finite real numbers >= 0 (w(0), ..., w(t)) with w(0) > 0"
+    if isinstance(weights, (str, bytes)) or callable(weights):
+        raise TypeError(f"{name} must be {allowed}; got {type(weights).__name__} {weights!r}"[:300])
+    arr = np.asarray(weights)
+    if arr.dtype.kind == "b" or (arr.dtype.kind == "O" and any(isinstance(v, (bool, np.bool_)) for v in arr.flat)):
+        raise TypeError(f"{name} must be {allowed}; got booleans {weights!r}"[:300])
+    if arr.dtype.kind not in "iuf":
+        try:
+            if arr.dtype.kind in "cSUV":
+                raise TypeError
+            arr = arr.astype(float)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be {allowed}; got {type(weights).__name__} {weights!r}"[:300]) from None
+    if arr.ndim != 1 or arr.size < 1:
+        raise ValueError(f"{name} must be {allowed}; got an array of shape {arr.shape}")
+    if arr.size > (MAX_KERNEL_S + 1) // 2:
+        raise ValueError(f"{name} must have at most {(MAX_KERNEL_S + 1) // 2} entries (s <= {MAX_KERNEL_S}); "
+                         f"got {arr.size}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = np.asarray(arr, dtype=float) + 0.0
+    bad = ~(np.isfinite(w) & (w >= 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{name} must be {allowed}; got {name}[{i}] = {arr[i].item()!r}")
+    if not w[0] > 0:
+        raise ValueError(f"{name}[0] = w(0) must be a real number > 0 (every input can report itself); got {arr[0].item()!r}")
+    w = w.copy()
+    w.setflags(write=False)
+    return w
+
+
+#: Largest support of a general kernel: its accounting is O(s) per separation and its sampler keeps
+#: one exact count per offset (the sampler's own limit, 2^22 + 1).
+MAX_KERNEL_S = (1 << 22) + 1
+
+
+def _exact_log_concave(w) -> bool:
+    """Whether ``w(0..t)`` (mirrored, zero beyond) is log-concave, decided exactly.
+
+    Log-concave on Z iff the support is an interval and ``w(k)^2 >= w(k-1) w(k+1)``
+    inside it.  With ``w = m 2^e`` (``frexp``, ``m`` in ``[1/2, 1)``) the products
+    of mantissas are formed error-free (Dekker's ``TwoProduct``, no underflow
+    since ``m >= 1/2``) and compared together with the exponent sums.
+    """
+    pos = w > 0
+    m_last = int(np.flatnonzero(pos)[-1])
+    if not pos[: m_last + 1].all():
+        return False
+    if m_last == 0:
+        return True
+    v = w[: m_last + 1]
+    full = np.concatenate([[0.0], v[:0:-1], v, [0.0]])  # w(-m-1..m+1): zero beyond the support
+    mid, lo, hi = full[1:-1], full[:-2], full[2:]
+    keep = (lo > 0) & (hi > 0)  # where a neighbour is 0 the inequality holds trivially
+    mid, lo, hi = mid[keep], lo[keep], hi[keep]
+    if mid.size == 0:
+        return True
+    fm, em = np.frexp(mid)
+    fl, el = np.frexp(lo)
+    fh, eh = np.frexp(hi)
+    p1, e1 = _two_prod(fm, fm)
+    p2, e2 = _two_prod(fl, fh)
+    D = 2 * em.astype(np.int64) - (el.astype(np.int64) + eh.astype(np.int64))
+    # p1 + e1 in [1/4, 1), p2 + e2 in [1/4, 1): D >= 2 decides ">", D <= -2 decides "<"
+    Dc = np.clip(D, -1, 1)
+    q1, r1 = np.ldexp(p1, Dc), np.ldexp(e1, Dc)  # exact: a power-of-two scaling of normal numbers
+    ge = (q1 > p2) | ((q1 == p2) & (r1 >= e2))
+    ok = np.where(D >= 2, True, np.where(D <= -2, False, ge))
+    return bool(ok.all())
+
+
+class GeneralKernel(Kernel):
+    r"""Any symmetric nonnegative kernel: ``w(k) = weights[|k|]`` on ``|k| <= t = len(weights) - 1``.
+
+    No shape is assumed: the accountant sums ``[P(y|0) - e^eps P(y|h)]_+``
+    over the window directly (:mod:`sparseldp.accounting`, generic path), so
+    zeros inside the window and non-monotone (e.g. staircase) weights are
+    fine.  ``log_concave`` is ``True`` only when verified exactly
+    (:func:`_exact_log_concave`); it is informational, no path relies on it.
+
+    Scale and rounding: the weights are stored scaled by the power of two
+    ``2^-E`` that brings the largest into ``[1/2, 1)`` (so no sum overflows).
+    That scaling is exact unless a scaled weight falls into the subnormal
+    range; :meth:`weights` then brackets the exact scaled value by one unit
+    each way (``"dn"``/``"up"``), so every bound stays rigorous.
+    """
+
+    def __init__(self, weights):
+        w = check_weights(weights)
+        self.t = int(w.size - 1)
+        self._orig = w
+        E = int(np.frexp(np.max(w))[1])
+        ws = np.ldexp(w, -E)
+        back = np.ldexp(ws, E)  # exact: scaling back up cannot round
+        w_dn = np.where(back > w, np.maximum(dn(ws), 0.0), ws)
+        w_up = np.where(back < w, up(ws), ws)
+        self._w = {"near": ws, "dn": w_dn, "up": w_up}
+        for a in self._w.values():
+            a.setflags(write=False)
+        with np.errstate(divide="ignore"):
+            self._logw = np.log(ws)
+        self._cum = {}
+        self.log_concave = _exact_log_concave(ws)
+
+    def __repr__(self) -> str:
+        w = self._orig
+        shown = ", ".join(repr(float(v)) for v in w[:6]) + (", ..." if w.size > 6 else ("," if w.size == 1 else ""))
+        return f"SparseKernel(weights=({shown}), s={2 * self.t + 1})"
+
+    @property
+    def original_weights(self) -> np.ndarray:
+        """The weights as given (read-only), before the power-of-two scaling."""
+        return self._orig
+
+    def weights(self, mode: str = "near") -> np.ndarray:
+        return self._w[mode]
+
+    def log_w(self, k):
+        k = np.abs(np.asarray(k))
+        inside = k <= self.t
+        idx = np.where(inside, k, 0).astype(np.int64)
+        return np.where(inside, self._logw[idx], _NEG_INF)
+
+    def log_normalizer_bound(self, mode: str) -> float:
+        key = "_logc_" + mode
+        got = self.__dict__.get(key)
+        if got is None:
+            c = normalizer_bound(self._w[mode], mode)
+            with np.errstate(divide="ignore"):
+                got = float(np.log(c)) if mode == "near" else float(log_up(c) if mode == "up" else log_dn(c))
+            self.__dict__[key] = got
+        return got
+
+    @_quiet
+    def log_range(self, a, b, mode="near"):
+        """``log sum_{k=a}^{b} w(|k|)`` summed directly over the window (O(s) per range, in chunks);
+        bounds from outward-bounded weights and :func:`bounded_sum`."""
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        a, b = np.broadcast_arrays(a, b)
+        shape = a.shape
+        af, bf = a.reshape(-1), b.reshape(-1)
+        t = self.t
+        full = np.concatenate([self._w[mode][:0:-1], self._w[mode]])  # w(-t..t)
+        k = np.arange(-t, t + 1, dtype=np.int64)
+        out = np.empty(af.size)
+        rows = max(1, (1 << 20) // full.size)
+        for start in range(0, af.size, rows):
+            lo, hi = af[start : start + rows, None], bf[start : start + rows, None]
+            x = np.where((k[None, :] >= lo) & (k[None, :] <= hi), full[None, :], 0.0)
+            s = bounded_sum(x, axis=1, mode=mode)
+            out[start : start + rows] = np.log(s) if mode == "near" else (_log_up(s) if mode == "up" else _log_dn(s))
+        return out.reshape(shape)
+
+    def moment_sums(self):
+        if self.t == 0:
+            return 0.0, 0.0
+        j = np.arange(1, self.t + 1, dtype=float)
+        wj = self._w["near"][1:]
+        return float(np.sum(j * wj)), float(np.sum(j * j * wj))
+
+    def decimal_weights(self, ctx) -> list:
+        """The given ``w(0..t)`` as Decimals: ``Decimal(float)`` is exact (``ctx`` is not needed)."""
+        import decimal
+
+        return [decimal.Decimal(v) for v in self._orig.tolist()]
+
+
+def normalizer_bound(w, mode: str) -> float:
+    """``C = w(0) + 2 sum_{j=1}^t w(j)`` from weights ``w(0..t)`` (bounds when ``w`` holds bounds):
+    nearest, or a rigorous upper (``"up"``) / lower (``"dn"``) bound (:func:`bounded_sum`)."""
+    rest = float(bounded_sum(w[1:], mode=mode)) if w.size > 1 else 0.0
+    c = float(w[0]) + 2.0 * rest  # 2 x is exact
+    if mode == "near" or rest == 0.0:
+        return c
+    return float(up(c) if mode == "up" else dn(c))

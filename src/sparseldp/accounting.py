@@ -52,6 +52,30 @@ value come out of the same formulas:
   ``e^eps`` is formed in log space), and is exactly 1.0 when the exact value
   is 1 (``h > 2t``).
 
+Kernels without the prefix structure (the generic path)
+-------------------------------------------------------
+Kernels that are not a :class:`~sparseldp._kernels.LogConcaveKernel` (e.g.
+:class:`~sparseldp._kernels.GeneralKernel`: staircases, zeros inside the
+window) are accounted by summing the definition directly:
+``C_t delta_h = sum_{y=-t}^{t} [w(|y|) - e^eps w(|y - h|)]_+`` with
+``w(|y - h|) = 0`` off ``S(h)``, so the terms with ``y < h - t`` are the support
+leakage and the others the overlap excess.  O(s) per separation, vectorized
+over (eps, h) pairs; log-concavity is never used.  Every kernel offers it
+(``method="generic"``), which the tests use to cross-check the closed forms.
+
+* ``"near"``: the sums of the rounded terms; each term errs by about
+  ``u (w(y) + e^eps w(y-h))``, so the value is within a few ``u`` of the exact
+  one relative to ``C_t`` (plus the kernel's own weight rounding).
+* ``"up"`` (``"dn"``): rigorous.  The kernel gives elementwise bounds on its
+  weights (:meth:`~sparseldp._kernels.Kernel.weights`, exact for a general
+  kernel); ``e^eps`` is enclosed by ``exp_dn``/``exp_up`` (exactly 1 at
+  ``eps = 0``); each term ``a - e^eps b`` is formed with the product rounded
+  inward and the difference outward (``np.nextafter``); each sum of ``n``
+  nonnegative terms is widened by the factor ``1 +- 2 n u``, which bounds
+  the error of any summation order (Higham, Section 4.2); the normalizer is
+  bounded the other way and the quotient rounded outward.  ``h = 0`` gives
+  exactly 0, ``h > 2t`` exactly 1.
+
 For a rigorous bound on the realized (quantized) sampler, see :mod:`sparseldp.sampling`.
 """
 
@@ -61,7 +85,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels import _exp_dn, _exp_up, dn, up
+from ._kernels import LogConcaveKernel, _exp_dn, _exp_up, bounded_sum, dn, normalizer_bound, up
 from .errors import InfeasibleError
 
 __all__ = [
@@ -92,8 +116,15 @@ class Defect:
     overlap: np.ndarray | float
 
 
-def _combine(kernel, eps, h, mode):
-    """``(total, support_leakage, overlap)`` from the kernel's numerator terms, in one mode."""
+def _uses_prefix(kernel, method: str) -> bool:
+    """Whether to use the closed-form, prefix-structured path (log-concave kernels only)."""
+    if method not in ("auto", "generic"):
+        raise ValueError(f"method must be 'auto' or 'generic'; got {method!r}")
+    return method == "auto" and isinstance(kernel, LogConcaveKernel) and kernel.log_concave
+
+
+def _combine(kernel, eps, h, mode, method="auto"):
+    """``(total, support_leakage, overlap)`` from the kernel, in one mode."""
     t = kernel.t
     eps = np.asarray(eps, dtype=float)
     h = np.asarray(h, dtype=np.int64)
@@ -101,10 +132,30 @@ def _combine(kernel, eps, h, mode):
     disjoint = h > 2 * t
     hh = np.where(disjoint, 0, h)
     eps = np.array(eps)  # a contiguous copy (broadcast views are read-only)
+    if _uses_prefix(kernel, method):
+        leak, overlap = _prefix_parts(kernel, eps, hh, mode)
+    else:
+        leak, overlap = _generic_parts(kernel, eps, hh, mode)
+    total = _sum2(leak, overlap, mode)
+    if mode != "near":
+        # safety net for degenerate parameters (e.g. lam a subnormal number): a bound that is
+        # not a number falls back to the trivial one (1 above, 0 below)
+        trivial = 1.0 if mode == "up" else 0.0
+        leak, overlap, total = (np.where(np.isnan(x), trivial, x) for x in (leak, overlap, total))
+    if mode == "dn":
+        leak, overlap, total = (np.maximum(x, 0.0) for x in (leak, overlap, total))
+    leak = np.where(disjoint, 1.0, np.minimum(leak, 1.0))
+    overlap = np.where(disjoint, 0.0, np.minimum(overlap, 1.0))
+    total = np.where(disjoint, 1.0, np.minimum(total, 1.0))
+    return total, leak, overlap
+
+
+def _prefix_parts(kernel, eps, hh, mode):
+    """Leakage and overlap from a log-concave kernel's numerator terms (Theorems 3 and 9)."""
     # the numerator over the normalizer: for an upper bound divide by a lower bound of C_t
     log_c = kernel.log_normalizer_bound(_flip(mode))
-    leak = np.zeros(h.shape)
-    overlap = np.zeros(h.shape)
+    leak = np.zeros(hh.shape)
+    overlap = np.zeros(hh.shape)
     with np.errstate(all="ignore"):
         for logv, nonempty, part in kernel.numerator_terms(eps, hh, mode):
             if mode == "near":
@@ -118,18 +169,76 @@ def _combine(kernel, eps, h, mode):
                 leak = _sum2(leak, v, mode)
             else:
                 overlap = _sum2(overlap, v, mode)
-    total = _sum2(leak, overlap, mode)
-    if mode != "near":
-        # safety net for degenerate parameters (e.g. lam a subnormal number): a bound that is
-        # not a number falls back to the trivial one (1 above, 0 below)
-        trivial = 1.0 if mode == "up" else 0.0
-        leak, overlap, total = (np.where(np.isnan(x), trivial, x) for x in (leak, overlap, total))
-    if mode == "dn":
-        leak, overlap, total = (np.maximum(x, 0.0) for x in (leak, overlap, total))
-    leak = np.where(disjoint, 1.0, np.minimum(leak, 1.0))
-    overlap = np.where(disjoint, 0.0, np.minimum(overlap, 1.0))
-    total = np.where(disjoint, 1.0, np.minimum(total, 1.0))
-    return total, leak, overlap
+    return leak, overlap
+
+
+# Entries of the (pairs x window) block evaluated at once by the generic path.
+_GENERIC_CHUNK = 1 << 20
+
+
+def _generic_tables(kernel, mode):
+    """``(a, b_padded, C)`` for the generic path (cached per kernel and mode).
+
+    ``a[c] = w(|c - t|)`` over the window ``y = c - t``; ``b_padded[j] = w(|j - 3t|)``
+    for ``j >= 2t`` and 0 below, so that ``b_padded[c - h + 2t] = w(|y - h|) 1{y - h >= -t}``
+    for ``0 <= h <= 2t``.  For ``"up"`` ``a`` holds upper and ``b`` lower weight bounds and
+    ``C`` a lower bound on the normalizer (``"dn"`` the other way round).
+    """
+    cache = kernel.__dict__.setdefault("_generic_tables", {})
+    got = cache.get(mode)
+    if got is None:
+        t = kernel.t
+        wa = np.asarray(kernel.weights(mode), dtype=float)
+        wb = np.asarray(kernel.weights(_flip(mode)), dtype=float)
+        a = np.concatenate([wa[:0:-1], wa])
+        b = np.concatenate([np.zeros(2 * t), wb[:0:-1], wb])
+        got = (a, b, normalizer_bound(np.asarray(kernel.weights(_flip(mode)), dtype=float), _flip(mode)))
+        cache[mode] = got
+    return got
+
+
+def _generic_parts(kernel, eps, hh, mode):
+    """Leakage and overlap by direct summation over the window (no shape assumed); see the module docstring."""
+    t = kernel.t
+    s = 2 * t + 1
+    a, bpad, C = _generic_tables(kernel, mode)
+    shape = hh.shape
+    ef = eps.reshape(-1)
+    hf = hh.reshape(-1)
+    leak = np.zeros(hf.size)
+    overlap = np.zeros(hf.size)
+    cols = np.arange(s, dtype=np.int64)
+    rows = max(1, _GENERIC_CHUNK // s)
+    with np.errstate(all="ignore"):
+        if mode == "near":
+            E = np.exp(ef)
+        else:
+            # e^eps bounded inward for the subtracted product: below for "up", above for "dn"
+            E = np.where(ef == 0.0, 1.0, _exp_dn(ef) if mode == "up" else _exp_up(ef))
+        for start in range(0, hf.size, rows):
+            hb = hf[start : start + rows, None]
+            Eb = E[start : start + rows, None]
+            B = bpad[cols[None, :] - hb + 2 * t]
+            if mode == "near":
+                d = a[None, :] - Eb * B
+            elif mode == "up":
+                d = up(a[None, :] - dn(Eb * B))
+            else:
+                d = dn(a[None, :] - up(Eb * B))
+            d = np.maximum(np.where(B > 0, d, a[None, :]), 0.0)  # B = 0: no e^eps * 0 (inf * 0 at eps = inf)
+            in_leak = cols[None, :] < hb  # y < h - t: outside S(h)
+            leak[start : start + rows] = bounded_sum(np.where(in_leak, d, 0.0), axis=1, mode=mode, n=s)
+            overlap[start : start + rows] = bounded_sum(np.where(in_leak, 0.0, d), axis=1, mode=mode, n=s)
+        if mode == "near":
+            leak, overlap = leak / C, overlap / C
+        elif mode == "up":
+            leak, overlap = up(leak / C), up(overlap / C)
+        else:
+            leak, overlap = dn(leak / C), dn(overlap / C)
+    zero = hf == 0  # the exact value is 0: P(y|0) - e^eps P(y|0) <= 0
+    leak = np.where(zero, 0.0, leak).reshape(shape)
+    overlap = np.where(zero, 0.0, overlap).reshape(shape)
+    return leak, overlap
 
 
 def _flip(mode):
@@ -145,30 +254,34 @@ def _sum2(a, b, mode):
     return s
 
 
-def defect_parts(kernel, eps, h):
+def defect_parts(kernel, eps, h, *, method: str = "auto"):
     """Return ``(total, support_leakage, overlap)`` arrays broadcast over ``eps`` and ``h``.
 
-    ``kernel`` is a :mod:`sparseldp._kernels` kernel; ``eps`` float array >= 0,
+    ``kernel`` is a :class:`sparseldp._kernels.Kernel`; ``eps`` float array >= 0,
     ``h`` int64 array >= 0.  Exactly 1.0 (all leakage) for ``h > 2t`` and 0.0
     for ``h = 0``.  Round-to-nearest values (module docstring: not a bound).
+    ``method="auto"`` uses the closed forms for log-concave kernels and the
+    generic direct sum otherwise; ``"generic"`` forces the direct sum.
     """
-    return _combine(kernel, eps, h, "near")
+    return _combine(kernel, eps, h, "near", method)
 
 
-def defect_bounds(kernel, eps, h, *, upper: bool = True):
+def defect_bounds(kernel, eps, h, *, upper: bool = True, method: str = "auto"):
     """Rigorous bounds ``(total, support_leakage, overlap)``: each is ``>=`` (``upper``) or ``<=``
     the exact value.  ``total`` is exactly 1.0 when the windows are disjoint (``h > 2t``); an
-    upper bound is 0.0 only where the exact value is 0 (``h = 0``)."""
-    return _combine(kernel, eps, h, "up" if upper else "dn")
+    upper bound is 0.0 only where the exact value is 0 (``h = 0``).  ``method`` as in
+    :func:`defect_parts`."""
+    return _combine(kernel, eps, h, "up" if upper else "dn", method)
 
 
-def delta_profile(kernel, eps, H: int, mode: str = "near"):
+def delta_profile(kernel, eps, H: int, mode: str = "near", *, method: str = "auto"):
     """``delta_star(eps) = max_{1 <= h <= H} delta_h(eps)`` for an array of ``eps``.
 
     Also returns the maximizing ``h``.  ``mode="near"`` rounds to nearest;
     ``"up"`` (``"dn"``) gives a rigorous upper (lower) bound on ``delta_star``
     (the maximum of per-``h`` bounds).  Evaluated on an (eps x h) grid in
-    chunks so that working memory stays bounded.
+    chunks so that working memory stays bounded.  ``method`` as in
+    :func:`defect_parts` (the generic path costs O(s) per ``(eps, h)``).
     """
     eps = np.asarray(eps, dtype=float)
     flat = eps.reshape(-1)
@@ -183,7 +296,7 @@ def delta_profile(kernel, eps, H: int, mode: str = "near"):
         hs = np.arange(h0, min(h_top, h0 + width - 1) + 1, dtype=np.int64)
         for start in range(0, flat.size, rows):
             e = flat[start : start + rows, None]
-            total, _, _ = _combine(kernel, e, hs[None, :], mode)
+            total, _, _ = _combine(kernel, e, hs[None, :], mode, method)
             idx = np.argmax(total, axis=1)
             val = total[np.arange(total.shape[0]), idx]
             better = val > best[start : start + rows]  # strict: the smallest maximizing h is kept
@@ -198,6 +311,8 @@ def max_overlap_loss(kernel, H: int) -> float:
     h_top = min(H, 2 * t)
     if h_top < 1:
         return 0.0
+    if not _uses_prefix(kernel, "auto"):
+        return _generic_max_loss(kernel, h_top)
     out = -np.inf
     for h0 in range(1, h_top + 1, _GRID_CHUNK):
         hs = np.arange(h0, min(h_top, h0 + _GRID_CHUNK - 1) + 1, dtype=np.int64)
@@ -207,6 +322,32 @@ def max_overlap_loss(kernel, H: int) -> float:
             loss = kernel.log_w(k) - kernel.log_w(k - hs)
         # -inf - (-inf): a kernel so narrow that its weights underflow; the loss is then beyond every double
         out = max(out, float(np.max(np.where(np.isnan(loss), np.inf, loss))))
+    return out
+
+
+def _generic_max_loss(kernel, h_top: int) -> float:
+    """Largest finite ``log w(|y|) - log w(|y - h|)`` over the overlaps, ``1 <= h <= h_top``.
+
+    No shape assumed: every point is visited (O(h_top s)).  Points where the
+    neighbour's weight is 0 have infinite loss whatever ``eps``; they are left
+    out here (their mass stays in the defect for every ``eps``), so beyond the
+    returned value ``delta_h(eps)`` no longer depends on ``eps``.
+    """
+    t = kernel.t
+    s = 2 * t + 1
+    lw = kernel.log_w(np.arange(-t, t + 1))
+    lpad = np.concatenate([np.full(2 * t, -np.inf), lw])
+    cols = np.arange(s, dtype=np.int64)
+    out = 0.0
+    rows = max(1, _GENERIC_CHUNK // s)
+    with np.errstate(all="ignore"):
+        for h0 in range(1, h_top + 1, rows):
+            hs = np.arange(h0, min(h_top, h0 + rows - 1) + 1, dtype=np.int64)[:, None]
+            lb = lpad[cols[None, :] - hs + 2 * t]
+            loss = lw[None, :] - lb
+            ok = np.isfinite(lb) & np.isfinite(lw)[None, :] & (cols[None, :] >= hs)
+            if ok.any():
+                out = max(out, float(np.max(loss[ok])))
     return out
 
 
@@ -240,7 +381,8 @@ def epsilon_for_delta(kernel, delta: float, H: int, *, rtol: float = 1e-12) -> f
         leak_lo = float(delta_profile(kernel, np.inf, H, "dn")[0])
         if leak_lo > delta:
             raise InfeasibleError(
-                f"support leakage alone is {leak_lo:.6g} > delta = {delta:g} at some separation "
+                f"the mass no eps can cover (support leakage, and outputs of zero weight under the neighbour) "
+                f"is {leak_lo:.6g} > delta = {delta:g} at some separation "
                 f"h <= H = {H}: no eps makes this mechanism ({kernel!r}) (eps, delta)-LDP"
             )
         raise InfeasibleError(
