@@ -12,6 +12,7 @@ import pytest
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.cli import main
 from sparseldp.design import design, smallest_support
+from sparseldp.finite_design import design_finite
 from sparseldp.spec import load_spec
 
 ACCOUNT_KEYS = {"laplace": ["family", "lam", "s", "eps", "H", "delta_star", "per_h", "r1", "r2", "guarantee"],
@@ -236,6 +237,8 @@ def test_design_on_domain_certified_by_channel(capsys, tmp_path, family, window)
     got = run_json(capsys, "design", "--family", family, "--eps", 1, "--delta", 1e-3, "--H", 2,
                    "--domain", "0:20", "--window", window, "--json", "-o", out)
     assert got["domain"] == [0, 20] and got["window"] == window
+    assert list(got) == DESIGN_KEYS[family] + ["domain", "window"]
+    assert got == design_finite(family, eps=1, delta=1e-3, H=2, domain=(0, 20), window=window).to_dict()
     pname = "lam" if family == "laplace" else "sigma"
     build = SparseChannel.laplace if family == "laplace" else SparseChannel.gaussian
     ch = build(**{pname: got[pname]}, s=got["s"], domain=(0, 20), window=window)

@@ -27,7 +27,7 @@ def test_every_family_meets_the_target(result):
     assert [r.family for r in result.rows] == list(COMPARE_FAMILIES)
     for r in result.rows:
         assert r.error is None
-        assert r.delta_reached <= TARGET["delta"]
+        assert r.delta_star <= TARGET["delta"]
         assert 0 <= r.tv <= 1 and 0 < r.r1 and r.r1**2 <= r.r2 + 1e-12  # Jensen: R1^2 <= R2
         assert abs(r.estimate.sum() - 1) < 1e-9 and r.estimate.shape == (16,)
         assert 1 <= r.support <= 16
@@ -118,7 +118,7 @@ def test_compare_cli_json_and_plot(capsys, tmp_path):
     doc = json.loads(out)
     assert [f["family"] for f in doc["families"]] == ["rr", "sparse-laplace"]
     assert doc["seed"] == 3 and doc["n"] == 1000 and doc["domain"] == [0, 15]
-    assert all(f["delta_reached"] <= 0.01 for f in doc["families"])
+    assert all(f["delta_star"] <= 0.01 for f in doc["families"])
     assert fig.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -1,12 +1,19 @@
 """smallest_support is the exact minimum; design certifies and optimizes."""
 
+import ast
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import brute
-from sparseldp import InfeasibleError, SparseGaussian, SparseLaplace, design, smallest_support
+import sparseldp
+from sparseldp import Design, InfeasibleError, SparseGaussian, SparseLaplace, design, smallest_support
+from sparseldp.families import FAMILIES, get_family
+from sparseldp.finite_design import design_finite
 
 
 def make(kind, param, s):
@@ -61,7 +68,7 @@ def test_design_certificate_and_local_optimality(kind, objective):
         if s < 1:
             continue
         for f in (0.98, 0.995, 1.0, 1.005, 1.02):
-            n = make(kind, d.param * f, s)
+            n = make(kind, d.parameter[1] * f, s)
             if n.delta_star(1.0, 2) <= 0.05:
                 assert getattr(n, objective) >= val * (1 - 1e-6)
 
@@ -75,7 +82,22 @@ def test_design_with_fixed_parameter_is_smallest_support():
 @pytest.mark.parametrize("call,exc,msg", [
     (lambda: smallest_support("cauchy", eps=1, delta=0.1, H=1, lam=1), ValueError, "family must be"),
     (lambda: smallest_support("laplace", eps=1, delta=0.1, H=1), ValueError, "needs lam"),
-    (lambda: smallest_support("laplace", eps=1, delta=0.1, H=1, sigma=1), ValueError, "sigma"),
+    (lambda: smallest_support("laplace", eps=1, delta=0.1, H=1, sigma=1), ValueError,
+     "sigma is not a parameter of the laplace family"),
+    (lambda: smallest_support("gaussian", eps=1, delta=0.1, H=1, lam=1), ValueError,
+     "lam is not a parameter of the gaussian family"),
+    (lambda: smallest_support("laplace", eps=1, delta=0.1, H=1, param=1, lam=1), ValueError,
+     "laplace parameter was given twice: param = 1 and lam = 1"),
+    (lambda: design("gaussian", eps=1, delta=0.1, H=1, param=2, sigma=2), ValueError,
+     "gaussian parameter was given twice"),
+    (lambda: design("gaussian", eps=1, delta=0.1, H=1, lam=2), ValueError, "lam is not a parameter"),
+    (lambda: design("laplace", eps=1, delta=0.1, H=1, param=-1), ValueError, "lam must be a real number > 0"),
+    (lambda: design("laplace", eps=1, delta=0.1, H=1, param="x"), TypeError, "lam"),
+    (lambda: design_finite("gaussian", eps=1, delta=0.1, H=1, domain=(0, 5), lam=1), ValueError,
+     "lam is not a parameter of the gaussian family"),
+    (lambda: design_finite("laplace", eps=1, delta=0.1, H=1, domain=(0, 5), param=1, lam=1), ValueError,
+     "given twice"),
+    (lambda: design("laplace", eps=1, delta=0.1, H=1, tau=1), TypeError, "tau"),
     (lambda: smallest_support("laplace", eps=-1, delta=0.1, H=1, lam=1), ValueError, "eps"),
     (lambda: smallest_support("laplace", eps=1, delta=2, H=1, lam=1), ValueError, "delta must be"),
     (lambda: smallest_support("laplace", eps=1, delta=0.1, H=0, lam=1), ValueError, "H must be an integer >= 1"),
@@ -84,3 +106,89 @@ def test_design_with_fixed_parameter_is_smallest_support():
 def test_design_bad_input(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+# -- one parameter keyword -------------------------------------------------------------
+
+@pytest.mark.parametrize("family, value", [("laplace", 0.5), ("gaussian", 2.0)])
+def test_param_keyword_equals_family_spelling(family, value):
+    spelled = {get_family(family).param: value}
+    target = dict(eps=1.0, delta=0.35, H=3)
+    assert (smallest_support(family, **target, param=value)
+            == smallest_support(family, **target, **spelled))
+    by_param = design(family, **target, param=value)
+    assert by_param == design(family, **target, **spelled)
+    assert by_param.parameter == (get_family(family).param, value) == by_param.mechanism.parameter
+    fin = dict(eps=1.0, delta=0.35, H=3, domain=(0, 12))
+    assert (design_finite(family, **fin, param=value).to_dict()
+            == design_finite(family, **fin, **spelled).to_dict())
+
+
+def test_family_record_is_accepted():
+    fam = get_family("gaussian")
+    assert design(fam, eps=1.0, delta=0.35, H=3, param=2.0) == design("gaussian", eps=1.0, delta=0.35, H=3, sigma=2.0)
+
+
+# -- one design result type ------------------------------------------------------------
+
+DESIGN_FIELDS = ["family", "mechanism", "parameter", "s", "eps", "delta", "H", "delta_star", "r1", "r2", "domain",
+                 "window", "channel", "objective", "note"]
+
+
+@pytest.mark.parametrize("family", ["laplace", "gaussian"])
+def test_design_and_design_finite_return_the_same_type(family):
+    z = design(family, eps=1.0, delta=0.05, H=2, objective="r1")
+    f = design_finite(family, eps=1.0, delta=0.05, H=2, domain=(0, 10), window="clipped")
+    assert type(z) is type(f) is Design is sparseldp.Design
+    assert [fl.name for fl in dataclasses.fields(Design)] == DESIGN_FIELDS
+    pname = get_family(family).param
+    for d in (z, f):
+        assert d.family == family and d.parameter == d.mechanism.parameter and d.parameter[0] == pname
+        assert (d.param_name, d.param) == d.parameter and d.s == d.mechanism.s
+        assert d.delta_star <= d.delta
+        assert not hasattr(d, "delta_reached")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            d.s = 3
+    assert (z.domain, z.window, z.channel, z.objective) == (None, None, None, "r1")
+    assert f.domain == (0, 10) and f.window == "clipped" and f.objective == "r2"
+    assert f.channel.parameter == f.parameter and f.delta_star == float(f.channel.delta_star_upper(1.0, 2))
+    assert list(z.to_dict()) == ["family", pname, "s", "eps", "delta", "H", "delta_star", "r1", "r2"]
+    assert list(f.to_dict()) == ["family", pname, "s", "eps", "delta", "H", "delta_star", "r1", "r2", "domain",
+                                 "window"]
+    assert f.to_dict()["domain"] == [0, 10]
+
+
+def test_design_refuses_inconsistent_fields():
+    m = SparseLaplace(lam=0.5, s=7)
+    with pytest.raises(ValueError, match="must be those of the mechanism"):
+        Design("laplace", m, ("lam", 0.6), 7, 1.0, 0.1, 2, 0.05, m.r1, m.r2)
+    with pytest.raises(ValueError, match="all given"):
+        Design("laplace", m, ("lam", 0.5), 7, 1.0, 0.1, 2, 0.05, m.r1, m.r2, domain=(0, 5))
+
+
+# -- no family names in the designers ------------------------------------------------
+
+SRC = Path(sparseldp.__file__).parent
+
+
+def _string_constants(tree):
+    """Every str constant that is not a docstring (module, class or function)."""
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node
+
+
+@pytest.mark.parametrize("module", ["design.py", "finite_design.py", "_search.py"])
+def test_designers_do_not_name_families(module):
+    """Families are looked up in the registry (sparseldp.families), never compared by name."""
+    names = set(FAMILIES) | {n.capitalize() for n in FAMILIES}
+    tree = ast.parse((SRC / module).read_text(encoding="utf-8"))
+    found = [(node.lineno, node.value) for node in _string_constants(tree)
+             if node.value.strip().lower() in {n.lower() for n in names}]
+    assert found == [], f"{module} names families in code: {found}"

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from sparseldp import InfeasibleError, SparseChannel, smallest_support
 from sparseldp.baselines import FAMILIES
-from sparseldp.finite_design import FiniteDesign, calibrate, design_finite
+from sparseldp import Design
+from sparseldp.finite_design import Calibration, calibrate, design_finite
 
 
 def brute_delta(Q, inputs, eps, H):
@@ -45,13 +46,13 @@ GIVEN = [
 def test_clipped_smallest_s_is_exact(family, eps, delta, H, domain, param):
     pname = "lam" if family == "laplace" else "sigma"
     d = design_finite(family, eps=eps, delta=delta, H=H, domain=domain, window="clipped", **{pname: param})
-    assert isinstance(d, FiniteDesign) and d.window == "clipped" and d.params[pname] == param
+    assert isinstance(d, Design) and d.window == "clipped" and d.parameter == (pname, param)
     s = d.s
     inputs = np.arange(domain[0], domain[1] + 1)
     # certificate is the independent dense value, and meets the target
     Q = dense_clipped(family, param, s, *domain)
-    assert d.delta_reached == pytest.approx(brute_delta(Q, inputs, eps, H), abs=1e-12)
-    assert d.delta_reached <= delta
+    assert d.delta_star == pytest.approx(brute_delta(Q, inputs, eps, H), abs=1e-12)
+    assert d.delta_star <= delta
     # every smaller s fails (independently evaluated)
     for smaller in range(1, s, 2):
         assert brute_delta(dense_clipped(family, param, smaller, *domain), inputs, eps, H) > delta
@@ -67,11 +68,11 @@ def test_extended_matches_z_design(family, eps, delta, H, domain, param):
     d = design_finite(family, eps=eps, delta=delta, H=H, domain=domain, window="extended", **{pname: param})
     Hd = min(H, domain[1] - domain[0])
     assert d.s == smallest_support(family, eps=eps, delta=delta, H=Hd, **{pname: param})
-    assert d.delta_reached <= delta
+    assert d.delta_star <= delta
     # the certificate is the rigorous upper bound, a rounding error above the nearest value
-    assert d.delta_reached == float(d.channel.delta_star_upper(eps, H))
-    assert d.delta_reached == pytest.approx(float(d.channel.delta(eps, H)), rel=1e-12, abs=1e-15)
-    assert d.delta_reached >= float(d.channel.delta(eps, H))
+    assert d.delta_star == float(d.channel.delta_star_upper(eps, H))
+    assert d.delta_star == pytest.approx(float(d.channel.delta(eps, H)), rel=1e-12, abs=1e-15)
+    assert d.delta_star >= float(d.channel.delta(eps, H))
 
 
 def test_extended_range_capped_by_domain():
@@ -82,7 +83,7 @@ def test_extended_range_capped_by_domain():
 
 def test_clipped_joint_design_is_feasible_and_locally_optimal():
     d = design_finite("laplace", eps=1.0, delta=1e-2, H=2, domain=(0, 19), window="clipped")
-    lam, s = d.params["lam"], d.s
+    (_, lam), s = d.parameter, d.s
     inputs = np.arange(20)
     assert brute_delta(dense_clipped("laplace", lam, s, 0, 19), inputs, 1.0, 2) <= 1e-2
     # a slightly larger lam at the same s violates the target (bisection boundary)
@@ -104,17 +105,17 @@ def test_rr_calibration_matches_closed_form(k, eps, delta, H):
     closed = math.log((math.exp(eps) + delta * (k - 1)) / (1 - delta))
     assert d.params["eps"] == pytest.approx(closed, rel=1e-9)
     assert d.params["eps"] <= closed * (1 + 1e-15)  # errs on the safe side
-    assert d.delta_reached <= delta
+    assert d.delta_star <= delta
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_every_family_calibrates_under_the_same_accountant(name):
     eps, delta, H, domain = 1.0, 1e-2, 2, (0, 15)
     d = calibrate(name, eps=eps, delta=delta, H=H, domain=domain)
-    assert d.family == name and d.delta_reached <= delta
+    assert d.family == name and d.delta_star <= delta
     ch = d.channel
     inputs = np.asarray(ch.inputs)
-    assert d.delta_reached == pytest.approx(brute_delta(ch.matrix.toarray(), inputs, eps, H), abs=1e-12)
+    assert d.delta_star == pytest.approx(brute_delta(ch.matrix.toarray(), inputs, eps, H), abs=1e-12)
     # the parameter is at the boundary: a little less noise breaks the target
     entry = FAMILIES[name]
     pname = entry.param
@@ -125,13 +126,15 @@ def test_every_family_calibrates_under_the_same_accountant(name):
         kwargs["s"] = d.params["s"]
     worse = entry.constructor(**kwargs)
     assert float(worse.delta(eps, H)) > delta
-    assert set(d.to_dict()) >= {"family", pname, "delta_reached", "r1", "r2", "domain"}
+    assert isinstance(d, Calibration) and d.parameter == (pname, p)
+    assert set(d.to_dict()) >= {"family", pname, "delta_star", "r1", "r2", "domain"}
 
 
 def test_sparse_calibration_equals_design_finite():
     a = calibrate("sparse-gaussian", eps=1.0, delta=1e-2, H=2, domain=(0, 15))
     b = design_finite("gaussian", eps=1.0, delta=1e-2, H=2, domain=(0, 15))
-    assert a.params == b.params and a.delta_reached == b.delta_reached
+    assert a.params == {"sigma": b.param, "s": b.s} and a.delta_star == b.delta_star
+    assert a.parameter == b.parameter == b.mechanism.parameter
 
 
 def test_prior_weights_the_distortion():
@@ -164,7 +167,7 @@ def test_infeasible_given_parameter():
         design_finite("laplace", eps=0.1, delta=0.0, H=1, domain=(0, 5), lam=5.0)
     # with delta = 0 a feasible design has the whole domain as its window
     d = design_finite("laplace", eps=0.5, delta=0.0, H=1, domain=(0, 5), lam=0.05)
-    assert d.s == 11 and d.delta_reached == 0.0
+    assert d.s == 11 and d.delta_star == 0.0
 
 
 @pytest.mark.parametrize(

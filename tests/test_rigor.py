@@ -372,8 +372,8 @@ def test_design_finite_certificate_clipped():
     xs = np.arange(0, 13)
     rows = _mp_rows_from_logw_exact("laplace", 0.3, np.abs(xs[None, :] - xs[:, None]).astype(float), t)
     ex = brute.mp_channel_delta(rows, xs, 1.0, 2)
-    assert ex <= mpf(f.delta_reached) <= 1e-2
-    assert f.delta_reached == f.channel.delta_star_upper(1.0, 2)
+    assert ex <= mpf(f.delta_star) <= 1e-2
+    assert f.delta_star == f.channel.delta_star_upper(1.0, 2)
 
 
 # ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@ For a target ``(eps, delta)`` on range ``H`` over a domain ``a..b``,
 domain, accounted by the same exact code (:meth:`SparseChannel.delta`,
 Theorem 2) -- and reports for each:
 
-* the best parameters meeting the target and the exact ``delta`` reached;
+* the best parameters meeting the target and the certificate ``delta_star``
+  (a rigorous upper bound on the exact defect, ``<= delta``);
 * ``R1``, ``R2``: ``E|Y - x|`` and ``E(Y - x)^2`` averaged over the input
   distribution (the given ``population``, else uniform);
 * the mean support size (outputs a report can take for one input);
@@ -76,7 +77,7 @@ class ComparisonRow:
     family: str
     label: str
     params: dict | None
-    delta_reached: float | None
+    delta_star: float | None
     r1: float | None
     r2: float | None
     support: float | None
@@ -92,7 +93,7 @@ class ComparisonRow:
         if self.error is not None:
             out["error"] = self.error
             return out
-        out.update({"params": self.params, "delta_reached": self.delta_reached, "r1": self.r1, "r2": self.r2,
+        out.update({"params": self.params, "delta_star": self.delta_star, "r1": self.r1, "r2": self.r2,
                     "mean_support": self.support, "tv": self.tv, "tv_ems": self.tv_ems,
                     "em_converged": self.converged})
         return out
@@ -257,7 +258,7 @@ def compare(*, eps, delta, H, domain, n=100_000, population=None, families=None,
         tv = 0.5 * float(np.abs(est.p - truth).sum())
         tv_ems = 0.5 * float(np.abs(ems.p - truth).sum())
         support = float(np.diff(ch.matrix.indptr).mean())
-        rows.append(ComparisonRow(name, _LABELS.get(name, name), dict(d.params), d.delta_reached, d.r1, d.r2,
+        rows.append(ComparisonRow(name, _LABELS.get(name, name), dict(d.params), d.delta_star, d.r1, d.r2,
                                   support, tv, est.converged, np.array(est.p), tv_ems=tv_ems,
                                   estimate_ems=np.array(ems.p)))
     truth.setflags(write=False)

@@ -1,4 +1,4 @@
-"""The family registry: everything the package knows about a kernel family, in one place.
+r"""The family registry: everything the package knows about a kernel family, in one place.
 
 A *family* is a kernel shape ``w(d)`` with one positive parameter, turned into
 s-sparse mechanisms on Z (Definitions 6 and 13) and into channels on a finite
@@ -12,6 +12,12 @@ laplace    ``lam``    ``lam`` smaller     :class:`~sparseldp.SparseLaplace`
 gaussian   ``sigma``  ``sigma`` larger    :class:`~sparseldp.SparseGaussian`
 =========  =========  ==================  ================================
 
+The designers (:mod:`sparseldp.design`, :mod:`sparseldp.finite_design`) take
+what they need to search a family's parameter from its :class:`DesignSearch`
+(search ranges, the bound past which nothing is feasible, the radii where the
+kernel's truncation is negligible) and the parameter itself through
+:meth:`Family.resolve_param` (``param=`` or the family's own keyword).
+
 >>> from sparseldp.families import get_family
 >>> f = get_family("Laplace")
 >>> f.param, f.make(0.5, 7)
@@ -20,18 +26,58 @@ gaussian   ``sigma``  ``sigma`` larger    :class:`~sparseldp.SparseGaussian`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Callable
 
 from ._kernels import GAUSSIAN_MAX_S
 from ._validation import MAX_S, check_positive
 from .mechanisms import SparseGaussian, SparseLaplace
 
-__all__ = ["Family", "FAMILIES", "get_family", "family_of", "family_names"]
+__all__ = ["Family", "DesignSearch", "FAMILIES", "get_family", "family_of", "family_names", "family_with_param"]
+
+
+@dataclass(frozen=True)
+class DesignSearch:
+    """What the designers (:mod:`sparseldp.design`, :mod:`sparseldp.finite_design`) need to know
+    about a family to search its parameter; every callable is exact arithmetic, no search state.
+
+    The *good end* of a range is its less private end (less distortion); the
+    designers start there (:func:`sparseldp._search.extreme_feasible`).
+
+    Attributes
+    ----------
+    bound : callable ``(eps, delta) -> value``
+        A rigorous bound on every feasible parameter: beyond it (towards the
+        good end) no support size meets ``delta`` at ``h = 1``.
+    limit : callable ``(extreme, bound, H, max_t) -> value or None``
+        The extreme feasible parameter of the ``s -> infinity`` limit, found
+        with ``extreme(t, good, other, ngrid=..., known=None)`` (the designer's
+        search at radius ``t``) at radii where the kernel's truncation is
+        negligible.
+    span : callable ``(value) -> float``
+        How many radii past the smallest one the joint scan goes for the limit
+        parameter ``value`` (40 kernel widths: beyond, larger ``s`` only adds
+        distortion).
+    far : callable ``(value, t_end) -> float``
+        The private end of the joint search range, given the limit parameter
+        and the last radius scanned.
+    finite_range : callable ``(k) -> (good, other)``
+        The parameter range searched on a finite domain of ``k`` values; beyond
+        its ends the channel no longer changes in double precision for
+        distortion purposes.
+    """
+
+    bound: Callable[[float, float], float]
+    limit: Callable
+    span: Callable[[float], float]
+    far: Callable[[float, int], float]
+    finite_range: Callable[[int], tuple[float, float]]
 
 
 @dataclass(frozen=True)
 class Family:
-    """One kernel family.
+    r"""One kernel family.
 
     Attributes
     ----------
@@ -57,6 +103,8 @@ class Family:
         Laplace, ``"G"`` for Gaussian: ``delta^{G,*}``, ``R_1^G``).
     sweep : str
         What a sweep of the parameter is called (``"concentration"``, ``"scale"``).
+    search : DesignSearch
+        The designers' search range, limits and infeasibility bound.
     """
 
     name: str
@@ -69,6 +117,7 @@ class Family:
     symbol: str
     mark: str
     sweep: str
+    search: DesignSearch
 
     @property
     def title(self) -> str:
@@ -87,16 +136,124 @@ class Family:
         build = getattr(SparseChannel, self.name)
         return build(**{self.param: check_positive(value, self.param)}, s=s, domain=domain, window=window)
 
+    @property
+    def max_t(self) -> int:
+        """Largest radius ``t`` (``s = 2t + 1 <= max_s``)."""
+        return (self.max_s - 1) // 2
+
     def more_private(self, a: float, b: float) -> bool:
         """True when parameter value ``a`` is strictly more private than ``b``."""
         return a < b if self.private_when == "smaller" else a > b
 
+    def resolve_param(self, param=None, **spellings) -> float | None:
+        """The family's parameter from ``param=`` or its own keyword (``lam=``, ``sigma=``).
+
+        ``spellings`` are the keyword arguments a designer accepts for the
+        parameters of all families (``lam=..., sigma=...``); ``None`` means not
+        given.  Giving another family's keyword, or ``param`` together with the
+        family's keyword, is a ``ValueError`` naming the argument.  Returns the
+        validated value (finite, > 0) or ``None`` when nothing was given.
+        """
+        given = {key: value for key, value in spellings.items() if value is not None}
+        for key in given:
+            if key != self.param:
+                raise ValueError(f"{key} is not a parameter of the {self.name} family "
+                                 f"(it takes {self.param}, also spelled param)")
+        if param is not None and given:
+            raise ValueError(f"the {self.name} parameter was given twice: param = {param!r} and "
+                             f"{self.param} = {given[self.param]!r}; give one")
+        value = param if param is not None else given.get(self.param)
+        return None if value is None else check_positive(value, self.param)
+
+
+# -- the designers' family-specific facts -------------------------------------------
+
+
+def _laplace_lam_sup(eps, delta) -> float:
+    """lam beyond which every s is infeasible.
+
+    For h = 1 the overlap point k = 0 has loss lam, so
+    ``delta_1 >= (1 - e^{eps - lam})_+ / C_t >= tanh(lam/2) (1 - e^{eps - lam})_+``
+    (``C_t <= C_inf = coth(lam/2)``), increasing in lam; the root of
+    ``tanh(lam/2)(1 - e^{eps-lam}) = delta`` bounds every feasible lam.
+    """
+    f = lambda lam: math.tanh(lam / 2) * max(0.0, -math.expm1(eps - lam)) - delta
+    lo, hi = eps, eps + 1.0
+    while f(hi) <= 0:
+        hi = 2 * hi + 1
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if f(mid) <= 0 else (lo, mid)
+    return hi
+
+
+def _gaussian_sigma_inf(eps, delta) -> float:
+    """sigma below which every s is infeasible.
+
+    For h = 1 the point k = 0 has loss 1/(2 sigma^2), so
+    ``delta_1 >= (1 - e^{eps - 1/(2 sigma^2)})_+ / Gamma_inf`` with
+    ``Gamma_inf <= 1 + 2 e^{-1/(2 sigma^2)} / (1 - e^{-1/sigma^2})``; this lower
+    bound decreases in sigma and its crossing with delta bounds every feasible sigma.
+    """
+
+    def lb(sig):
+        a = 1.0 / (2 * sig * sig)  # sig >= 1e-6 here: no underflow
+        gam = 1.0 + 2.0 * math.exp(-a) / -math.expm1(-2 * a)
+        # (1 - e^{eps - a})_+ without evaluating e^{eps - a} when it would overflow (eps >= a gives 0)
+        return (-math.expm1(eps - a) if eps < a else 0.0) / gam
+
+    lo, hi = 1e-6, 1.0
+    while lb(hi) > delta:
+        hi *= 2
+    if lb(lo) <= delta:
+        return lo
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if lb(mid) > delta else (lo, mid)
+    return lo
+
+
+def _laplace_limit(extreme, bound, H, max_t):
+    """One radius so large that the omitted tail is below e^-700 of the mass for every lam searched."""
+    t = max(H, int(min(1e15, 700.0 / (bound * 1e-6))))
+    return extreme(t, bound, bound * 1e-6, ngrid=64)
+
+
+def _gaussian_limit(extreme, bound, H, max_t):
+    """Radii grown to 40 sigma + H, past which every kernel value is exactly zero in double precision."""
+    t = max(64, H)
+    sig = None
+    while sig is None and t <= max_t // 4:
+        sig = extreme(t, bound, 10.0 * (t + 1), ngrid=48)
+        if sig is None:
+            t *= 4
+    while sig is not None and 40.0 * sig + H > t and t < max_t // 4:
+        t = int(40.0 * sig) + H + 1
+        sig = extreme(t, bound, sig, ngrid=32, known=sig)
+    return sig
+
+
+# lam = 60: off-centre mass e^-60; lam = 1e-4 and sigma = 10 (k + 1) are flat over any k-value domain
+_LAPLACE_SEARCH = DesignSearch(
+    bound=_laplace_lam_sup,
+    limit=_laplace_limit,
+    span=lambda lam: min(1e12, 40.0 / lam),
+    far=lambda lam, t_end: lam * 1e-6,
+    finite_range=lambda k: (60.0, 1e-4),
+)
+_GAUSSIAN_SEARCH = DesignSearch(
+    bound=_gaussian_sigma_inf,
+    limit=_gaussian_limit,
+    span=lambda sigma: 40.0 * sigma,
+    far=lambda sigma, t_end: 10.0 * (t_end + 1) + sigma,
+    finite_range=lambda k: (0.05, 10.0 * (k + 1)),
+)
 
 FAMILIES: dict[str, Family] = {
     "laplace": Family("laplace", "lam", "inverse temperature", SparseLaplace, "smaller", MAX_S,
-                      "Theorem 3, Proposition 1", r"\lambda", "", "concentration"),
+                      "Theorem 3, Proposition 1", r"\lambda", "", "concentration", _LAPLACE_SEARCH),
     "gaussian": Family("gaussian", "sigma", "scale", SparseGaussian, "larger", GAUSSIAN_MAX_S,
-                       "Theorem 9, Proposition 3", r"\sigma", "G", "scale"),
+                       "Theorem 9, Proposition 3", r"\sigma", "G", "scale", _GAUSSIAN_SEARCH),
 }
 
 
@@ -110,10 +267,10 @@ def get_family(name) -> Family:
     if isinstance(name, Family):
         return name
     if not isinstance(name, str):
-        raise TypeError(f"family must be one of {_names()}; got {type(name).__name__} {name!r}")
+        raise TypeError(f"family must be {_choices()}; got {type(name).__name__} {name!r}")
     key = name.strip().lower()
     if key not in FAMILIES:
-        raise ValueError(f"family must be one of {_names()}; got {name!r}")
+        raise ValueError(f"family must be {_choices()}; got {name!r}")
     return FAMILIES[key]
 
 
@@ -123,6 +280,23 @@ def family_of(mechanism) -> Family:
         if type(mechanism) is fam.mechanism:
             return fam
     raise TypeError(f"not a mechanism of a registered family ({_names()}): {type(mechanism).__name__}")
+
+
+def family_with_param(name: str) -> Family:
+    """The family whose parameter is called ``name`` (``"lam"`` -> Laplace); ``KeyError`` otherwise.
+
+    For constructions outside the registry that share a registered kernel
+    (the geometric and discrete-Gaussian baselines) and hence its search range.
+    """
+    for fam in FAMILIES.values():
+        if fam.param == name:
+            return fam
+    raise KeyError(f"no registered family has the parameter {name!r}")
+
+
+def _choices() -> str:
+    """``'laplace' or 'gaussian'``; ``one of 'a', 'b' or 'c'`` beyond two."""
+    return _names() if len(FAMILIES) <= 2 else "one of " + _names()
 
 
 def _names() -> str:

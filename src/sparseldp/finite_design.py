@@ -32,7 +32,7 @@ nonincreasing in ``lam`` and nondecreasing in ``sigma`` (covariance of two
 nondecreasing functions of ``|y - x|`` is nonnegative): for a fixed ``s`` the
 best parameter is the largest feasible ``lam`` / smallest feasible ``sigma``.
 
-Which way the answers err.  The ``delta_reached`` of every returned design is
+Which way the answers err.  The ``delta_star`` of every returned design is
 a rigorous *upper bound* on the exact defect
 (:meth:`SparseChannel.delta_star_upper`), and ``<= delta``: every feasibility
 test compares that upper bound with the target, so the exact defect of the
@@ -57,63 +57,75 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_positive, check_probability
+from ._validation import check_int, check_nonnegative, check_probability
 from ._search import extreme_feasible, scan_radii
+from .design import Design, check_objective
 from .errors import InfeasibleError
+from .families import Family, family_with_param, get_family
 
-__all__ = ["FiniteDesign", "design_finite", "calibrate"]
+__all__ = ["Calibration", "design_finite", "calibrate"]
 
-_OBJECTIVES = ("r1", "r2")
-# Parameter search ranges: beyond these ends the mechanism no longer changes in
-# double precision for distortion purposes (lam = 60: off-centre mass e^-60).
-_LAM_RANGE = (1e-4, 60.0)
-_SIGMA_MIN = 0.05
 _GRID = 24
 _DENSE_RADII = 64
 
 
 @dataclass(frozen=True)
-class FiniteDesign:
-    """A channel on a finite domain meeting ``(eps, delta)`` on range ``H``, with its certificate.
+class Calibration:
+    """A baseline channel (:data:`sparseldp.baselines.FAMILIES`) calibrated to ``(eps, delta)`` on range ``H``.
+
+    What :func:`calibrate` returns for every baseline, the sparse ones
+    included, so that :mod:`sparseldp.compare` reads all rows alike.  Most
+    baselines have no mechanism on Z (randomized response, the clamped and
+    folded geometric, the clamped discrete Gaussian), hence a type of its own;
+    the sparse designs behind ``"sparse-laplace"`` / ``"sparse-gaussian"`` are
+    :class:`~sparseldp.Design` results (:func:`design_finite`).
 
     Attributes
     ----------
     family : str
-        ``"laplace"``/``"gaussian"`` (sparse windows) or a baseline name of
-        :data:`sparseldp.baselines.FAMILIES`.
-    params : dict
-        The constructor parameters (``{"lam": ..., "s": ...}``, ``{"eps": ...}``, ...).
+        The baseline name (``"rr"``, ``"geometric-clamp"``, ..., ``"sparse-laplace"``).
+    parameter : (str, float)
+        The calibrated parameter, as :attr:`SparseChannel.parameter` (``("eps", 1.3)``).
+    s : int or None
+        Support size for the sparse baselines, ``None`` for the full-support ones.
     channel : SparseChannel
-    delta_reached : float
+    eps, delta, H, domain, window
+        The target, the domain ``(a, b)`` and the sparse windows (``None`` for
+        full-support baselines).
+    delta_star : float
         ``channel.delta_star_upper(eps, H)``: a rigorous upper bound on the
         exact defect (Theorem 2), ``<= delta``.
     r1, r2 : float
         Distortion moments averaged over the prior (uniform by default).
+    objective : {"r2", "r1"}
     note : str
         Which way the answer errs (rigorous certificate; optimality over the grid).
     """
 
     family: str
-    params: dict
-    channel: object = field(repr=False)
+    parameter: tuple[str, float]
+    s: int | None
+    channel: object = field(repr=False, compare=False)
     eps: float
     delta: float
     H: int
     domain: tuple[int, int]
     window: str | None
-    delta_reached: float
+    delta_star: float
     r1: float
     r2: float
     objective: str
     note: str = field(repr=False, default="")
 
     @property
-    def s(self) -> int | None:
-        return self.params.get("s")
+    def params(self) -> dict:
+        """The constructor's keyword arguments: ``{"lam": ..., "s": ...}``, ``{"eps": ...}``, ..."""
+        name, value = self.parameter
+        return {name: value} if self.s is None else {name: value, "s": self.s}
 
     def to_dict(self) -> dict:
         out = {"family": self.family, **self.params, "eps": self.eps, "delta": self.delta, "H": self.H,
-               "domain": list(self.domain), "delta_reached": self.delta_reached, "r1": self.r1, "r2": self.r2,
+               "domain": list(self.domain), "delta_star": self.delta_star, "r1": self.r1, "r2": self.r2,
                "objective": self.objective}
         if self.window is not None:
             out["window"] = self.window
@@ -161,12 +173,6 @@ def _check_prior(prior, k: int, name: str = "prior"):
     return w / w.sum()
 
 
-def _check_objective(objective) -> str:
-    if objective not in _OBJECTIVES:
-        raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
-    return objective
-
-
 def _moments(channel, prior) -> tuple[float, float]:
     order = np.argsort(np.asarray(channel.inputs), kind="stable")
     r1 = channel.distortion(1)[order]
@@ -174,12 +180,8 @@ def _moments(channel, prior) -> tuple[float, float]:
     return float(prior @ r1), float(prior @ r2)
 
 
-def _window_channel(family, param, t, domain, window):
-    from .channel import SparseChannel
-
-    build = SparseChannel.laplace if family == "laplace" else SparseChannel.gaussian
-    name = "lam" if family == "laplace" else "sigma"
-    return build(**{name: param}, s=2 * t + 1, domain=domain, window=window)
+def _window_channel(fam: Family, param, t, domain, window):
+    return fam.channel(param, 2 * t + 1, domain, window)
 
 
 def _certified(channel, eps, H, delta) -> float:
@@ -199,18 +201,11 @@ def _extreme(delta_of, target, good, other, *, known=None):
     return extreme_feasible(delta_of, target, good, other, known=known, ngrid=_GRID)
 
 
-def _param_range(family, k):
-    if family in ("laplace", "geometric-clamp", "geometric-fold", "sparse-laplace"):
-        lo, hi = _LAM_RANGE
-        return hi, lo  # good end first: large lam
-    return _SIGMA_MIN, 10.0 * (k + 1)  # small sigma first
-
-
 # ---------------------------------------------------------------------------
 # design of the sparse windows
 # ---------------------------------------------------------------------------
-def design_finite(family, *, eps, delta, H, domain, window="clipped", objective="r2", lam=None, sigma=None,
-                  prior=None) -> FiniteDesign:
+def design_finite(family, *, eps, delta, H, domain, window="clipped", objective="r2", param=None, lam=None,
+                  sigma=None, prior=None) -> Design:
     r"""Smallest ``s`` (and best ``lam``/``sigma`` when not given) on a finite domain.
 
     Parameters
@@ -223,17 +218,23 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
     window : {"clipped", "extended"}
     objective : {"r2", "r1"}
         What the joint design minimizes (averaged over ``prior``).
+    param : float, optional
+        Fix the kernel parameter (the registry's name for it,
+        :mod:`sparseldp.families`: ``lam`` for Laplace, ``sigma`` for
+        Gaussian): then only ``s`` is chosen, the smallest feasible one (exact).
     lam, sigma : float, optional
-        Fix the kernel parameter: then only ``s`` is chosen, the smallest
-        feasible one (exact).
+        Accepted spellings of ``param``; another family's spelling, or both
+        ``param`` and the spelling, is a ``ValueError``.
     prior : array of ``b - a + 1`` weights, optional
         Input distribution for the distortion averages (uniform by default).
 
     Returns
     -------
-    FiniteDesign
-        With the certificate ``delta_reached``, a rigorous upper bound (see the
-        module docstring for which way the optimality errs).
+    Design
+        The type :func:`sparseldp.design` returns, with ``domain``, ``window``
+        and ``channel`` set; ``r1``, ``r2`` averaged over ``prior``; the
+        certificate ``delta_star`` a rigorous upper bound on the channel's
+        exact defect (see the module docstring for which way the optimality errs).
 
     Raises
     ------
@@ -243,61 +244,55 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
         or no ``(s, param)`` on the search grid works.
     """
     from .channel import check_window
-    from .design import _check_family
 
-    family = _check_family(family)
+    fam = get_family(family)
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
     window = check_window(window)
-    objective = _check_objective(objective)
+    objective = check_objective(objective)
     a, b = domain
     k = b - a + 1
     w = _check_prior(prior, k)
-    pname = "lam" if family == "laplace" else "sigma"
-    given = lam if family == "laplace" else sigma
-    other = sigma if family == "laplace" else lam
-    if other is not None:
-        raise ValueError(f"{'sigma' if family == 'laplace' else 'lam'} is not a parameter of the {family} family")
-    if given is not None:
-        given = check_positive(given, pname)
+    given = fam.resolve_param(param, lam=lam, sigma=sigma)
     if window == "extended":
-        return _design_extended(family, pname, given, eps, delta, H, domain, objective, w)
-    return _design_clipped(family, pname, given, eps, delta, H, domain, objective, w)
+        return _design_extended(fam, given, eps, delta, H, domain, objective, w)
+    return _design_clipped(fam, given, eps, delta, H, domain, objective, w)
 
 
-def _finish(family, pname, param, t, eps, delta, H, domain, window, objective, w, note):
-    ch = _window_channel(family, param, t, domain, window)
-    reached = float(ch.delta_star_upper(eps, H))
+def _finish(fam: Family, param, t, eps, delta, H, domain, window, objective, w, note) -> Design:
+    ch = _window_channel(fam, param, t, domain, window)
+    certified = float(ch.delta_star_upper(eps, H))
     r1, r2 = _moments(ch, w)
-    return FiniteDesign(family, {pname: param, "s": 2 * t + 1}, ch, eps, delta, H, domain, window, reached,
-                        r1, r2, objective, note)
+    mech = fam.make(param, 2 * t + 1)
+    return Design(fam.name, mech, mech.parameter, mech.s, eps, delta, H, certified, r1, r2, domain, window, ch,
+                  objective, note)
 
 
-def _design_extended(family, pname, given, eps, delta, H, domain, objective, w):
+def _design_extended(fam: Family, given, eps, delta, H, domain, objective, w):
     from .design import design, smallest_support
 
     a, b = domain
     Hd = min(H, b - a)
     if Hd == 0:  # a single input: no pair to protect
-        param = given if given is not None else (_LAM_RANGE[1] if family == "laplace" else _SIGMA_MIN)
-        return _finish(family, pname, param, 0, eps, delta, H, domain, "extended", objective, w,
+        param = given if given is not None else fam.search.finite_range(b - a + 1)[0]
+        return _finish(fam, param, 0, eps, delta, H, domain, "extended", objective, w,
                        "single-value domain: no pair to protect")
     if given is not None:
-        s = smallest_support(family, eps=eps, delta=delta, H=Hd, **{pname: given})
+        s = smallest_support(fam, eps=eps, delta=delta, H=Hd, param=given)
         param, t = given, (s - 1) // 2
         note = "s exact (extended windows are the Z mechanism on range min(H, b - a))"
     else:
-        d = design(family, eps=eps, delta=delta, H=Hd, objective=objective)
+        d = design(fam, eps=eps, delta=delta, H=Hd, objective=objective)
         param, t = d.param, (d.s - 1) // 2
         note = "design() on range min(H, b - a): rigorous certificate, optimality over its search grid"
-    res = _finish(family, pname, param, t, eps, delta, H, domain, "extended", objective, w, note)
+    res = _finish(fam, param, t, eps, delta, H, domain, "extended", objective, w, note)
     # the extended channel's upper bound is the Z mechanism's on range min(H, b - a), the
     # very number the Z design certified (SparseChannel.delta_star_upper delegates)
-    if res.delta_reached > delta:  # pragma: no cover - the two are the same computation
+    if res.delta_star > delta:  # pragma: no cover - the two are the same computation
         raise RuntimeError("internal error: the extended channel does not reproduce the Z certificate")
     return res
 
 
-def _z_infeasible(family, param, t, eps, delta, H, span) -> bool:
+def _z_infeasible(fam: Family, param, t, eps, delta, H, span) -> bool:
     """Proved infeasible through an interior pair (fact 2 of the module docstring).
 
     Uses a rigorous *lower* bound on the Z ``delta_star``: when it exceeds
@@ -306,60 +301,75 @@ def _z_infeasible(family, param, t, eps, delta, H, span) -> bool:
     if 2 * t + H > span:
         return False
     from .accounting import delta_profile
-    from .mechanisms import SparseGaussian, SparseLaplace
 
-    m = SparseLaplace(lam=param, s=2 * t + 1) if family == "laplace" else SparseGaussian(sigma=param, s=2 * t + 1)
+    m = fam.make(param, 2 * t + 1)
     return float(delta_profile(m.kernel, eps, H, "dn")[0]) > delta
 
 
-def _design_clipped(family, pname, given, eps, delta, H, domain, objective, w):
+def _design_clipped(fam: Family, given, eps, delta, H, domain, objective, w):
     a, b = domain
     span = b - a
+    pname = fam.param
     if given is not None:
         for t in range(0, span + 1):
-            if _z_infeasible(family, given, t, eps, delta, H, span):
+            if _z_infeasible(fam, given, t, eps, delta, H, span):
                 continue
-            ch = _window_channel(family, given, t, domain, "clipped")
+            ch = _window_channel(fam, given, t, domain, "clipped")
             if _certified(ch, eps, H, delta) <= delta:
-                return _finish(family, pname, given, t, eps, delta, H, domain, "clipped", objective, w,
+                return _finish(fam, given, t, eps, delta, H, domain, "clipped", objective, w,
                                "smallest certifiable s: every smaller s checked with the rigorous upper bound "
                                "or proved infeasible")
         raise InfeasibleError(
-            f"no s makes the clipped {family} channel with {pname} = {given:g} on {a}..{b} "
+            f"no s makes the clipped {fam.name} channel with {pname} = {given:g} on {a}..{b} "
             f"(eps = {eps:g}, delta = {delta:g})-LDP on range H = {H}: every s up to {2 * span + 1} was "
             "checked exactly, and larger s give the same channel (the window is the whole domain)"
         )
-    good, other = _param_range(family, span + 1)
+    good, other = fam.search.finite_range(span + 1)
     radii = scan_radii(0, _DENSE_RADII - 1, span)
     best = None  # (objective, param, t)
     known = None
     for t in radii:
-        delta_of = lambda p, t=t: _certified(_window_channel(family, p, t, domain, "clipped"), eps, H, delta)
+        delta_of = lambda p, t=t: _certified(_window_channel(fam, p, t, domain, "clipped"), eps, H, delta)
         found = _extreme(delta_of, delta, good, other, known=known)
         if found is None:
             continue
         param, _ = found
         known = param
-        ch = _window_channel(family, param, t, domain, "clipped")
+        ch = _window_channel(fam, param, t, domain, "clipped")
         r1, r2 = _moments(ch, w)
         val = r1 if objective == "r1" else r2
         if best is None or val < best[0]:
             best = (val, param, t)
     if best is None:
         raise InfeasibleError(
-            f"no clipped {family} channel on {a}..{b} meets (eps = {eps:g}, delta = {delta:g}) on range "
+            f"no clipped {fam.name} channel on {a}..{b} meets (eps = {eps:g}, delta = {delta:g}) on range "
             f"H = {H} anywhere on the search grid of s and {pname}"
         )
     _, param, t = best
-    return _finish(family, pname, param, t, eps, delta, H, domain, "clipped", objective, w,
+    return _finish(fam, param, t, eps, delta, H, domain, "clipped", objective, w,
                    "rigorous certificate; (s, param) optimal over the search grid (module docstring)")
 
 
 # ---------------------------------------------------------------------------
 # calibration of every baseline family
 # ---------------------------------------------------------------------------
+def _baseline_range(pname: str, eps: float, k: int) -> tuple[float, float]:
+    """``(good, other)``: the search range of a full-support baseline's parameter on ``k`` values.
+
+    The geometric and discrete-Gaussian baselines share their kernel with a
+    registered family (the one with the same parameter name, ``lam`` /
+    ``sigma``) and search its finite-domain range; randomized response
+    searches its ``eps``.
+    """
+    if pname == "eps":
+        # eps' = eps is exactly (eps, 0)-LDP, but a log ratio equal to eps cannot be told from one a
+        # rounding error above it: the private end lies a little below, where the certificate holds
+        return eps + 60.0, max(eps - max(1e-9 * eps, 1e-12), 1e-12)
+    return family_with_param(pname).search.finite_range(k)
+
+
 def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
-              window="clipped") -> FiniteDesign:
+              window="clipped") -> Calibration:
     r"""Best parameters of a :data:`sparseldp.baselines.FAMILIES` member for a target.
 
     Every family is a channel on ``domain`` and is accounted by the same code
@@ -375,8 +385,9 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
       ``window`` (clipped by default), jointly over ``s`` and the parameter.
 
     The parameter search is the log grid + bisection of the module docstring
-    (rigorous certificate ``delta_reached``; optimal over the grid).  Distortions are averaged over
-    ``prior`` (uniform by default).
+    (rigorous certificate ``delta_star``; optimal over the grid).  Distortions are averaged over
+    ``prior`` (uniform by default).  Returns a :class:`Calibration` for every
+    family (the sparse ones too), so that all rows read alike.
     """
     from .baselines import FAMILIES
     from .channel import check_window
@@ -387,25 +398,20 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
     if family_name not in FAMILIES:
         raise ValueError(f"family_name must be one of {sorted(FAMILIES)}; got {family_name!r}")
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
-    objective = _check_objective(objective)
+    objective = check_objective(objective)
     window = check_window(window)
-    if family_name in ("sparse-laplace", "sparse-gaussian"):
-        fam = "laplace" if family_name == "sparse-laplace" else "gaussian"
-        d = design_finite(fam, eps=eps, delta=delta, H=H, domain=domain, window=window, objective=objective,
-                          prior=prior)
-        return FiniteDesign(family_name, d.params, d.channel, eps, delta, H, domain, d.window, d.delta_reached,
-                            d.r1, d.r2, objective, d.note)
+    entry = FAMILIES[family_name]
+    pname = entry.param
+    if entry.takes_s:
+        # the paper's sparse windows: the registered family with this parameter, designed jointly
+        d = design_finite(family_with_param(pname), eps=eps, delta=delta, H=H, domain=domain, window=window,
+                          objective=objective, prior=prior)
+        return Calibration(family_name, d.parameter, d.s, d.channel, eps, delta, H, domain, d.window, d.delta_star,
+                           d.r1, d.r2, objective, d.note)
     a, b = domain
     k = b - a + 1
     w = _check_prior(prior, k)
-    entry = FAMILIES[family_name]
-    pname = entry.param
-    if pname == "eps":
-        # eps' = eps is exactly (eps, 0)-LDP, but a log ratio equal to eps cannot be told from one a
-        # rounding error above it: the private end lies a little below, where the certificate holds
-        good, other = eps + 60.0, max(eps - max(1e-9 * eps, 1e-12), 1e-12)
-    else:
-        good, other = _param_range(family_name, k)
+    good, other = _baseline_range(pname, eps, k)
 
     def build(p):
         return entry.constructor(**{pname: p}, domain=domain)
@@ -418,7 +424,7 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
         )
     param, _ = found
     ch = build(param)
-    reached = float(ch.delta_star_upper(eps, H))
+    certified = float(ch.delta_star_upper(eps, H))
     r1, r2 = _moments(ch, w)
-    return FiniteDesign(family_name, {pname: param}, ch, eps, delta, H, domain, None, reached, r1, r2, objective,
-                        "rigorous certificate; parameter optimal over the search grid (log grid + bisection)")
+    return Calibration(family_name, (pname, param), None, ch, eps, delta, H, domain, None, certified, r1, r2,
+                       objective, "rigorous certificate; parameter optimal over the search grid (log grid + bisection)")

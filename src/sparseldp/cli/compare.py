@@ -6,7 +6,7 @@ Calibrates k-ary randomized response, the geometric mechanism (clamped and
 folded), the clamped discrete Gaussian and the paper's sparse Laplace and
 Gaussian mechanisms (clipped windows) to the target with the same exact
 accountant (:func:`sparseldp.compare.compare`), then prints for each the
-parameters, the ``delta`` reached, ``R1``/``R2`` (uniform average), the mean
+parameters, the certified ``delta_star`` (column "delta reached"), ``R1``/``R2`` (uniform average), the mean
 support size and the total-variation error of the maximum-likelihood estimate
 on a simulated population of ``--n`` people.
 
@@ -83,7 +83,7 @@ def compare_command(
             table.add_row(r.family, "[red]infeasible[/]", "-", "-", "-", "-", "-", "-")
             continue
         tv = fmt(r.tv, 4) + ("" if r.converged else " *")
-        table.add_row(r.family, format_params(r.params), fmt(r.delta_reached, 4), fmt(r.r1, 5), fmt(r.r2, 5),
+        table.add_row(r.family, format_params(r.params), fmt(r.delta_star, 4), fmt(r.r1, 5), fmt(r.r2, 5),
                       fmt(r.support, 4), tv, fmt(r.tv_ems, 4))
     import sys
 

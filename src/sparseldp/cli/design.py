@@ -52,7 +52,8 @@ def _print_table(d, output: Path | None, header: str) -> None:
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_column("meaning", style="dim")
-    table.add_row(d.param_name, fmt(d.param, 10), get_family(d.family).meaning)
+    name, value = d.parameter
+    table.add_row(name, fmt(value, 10), get_family(d.family).meaning)
     table.add_row("s", str(d.s), f"support size (radius t = {m.t})")
     table.add_row("eps", fmt(d.eps, 10), "target")
     table.add_row("delta", fmt(d.delta, 10), "target")
@@ -67,11 +68,11 @@ def _print_table(d, output: Path | None, header: str) -> None:
         console.print(f"mechanism spec written to {output}")
 
 
-def _save(d, output: Path, domain=None, window="extended") -> None:
+def _save(d, output: Path) -> None:
     from ..spec import save_spec, spec_from_mechanism
 
-    spec = spec_from_mechanism(d.mechanism, domain=domain, window=window, eps=d.eps, delta=d.delta, H=d.H,
-                               delta_star=d.delta_star, r1=d.r1, r2=d.r2)
+    spec = spec_from_mechanism(d.mechanism, domain=d.domain, window=d.window or "extended", eps=d.eps,
+                               delta=d.delta, H=d.H, delta_star=d.delta_star, r1=d.r1, r2=d.r2)
     check_output(output)
     try:
         save_spec(spec, output)  # temporary file + rename
@@ -101,7 +102,7 @@ def design_command(
     from ..design import design
 
     family = check_family(family)
-    family_param(family, lam=lam, sigma=sigma, required=False)  # wrong-family option -> one clear line
+    _, param = family_param(family, lam=lam, sigma=sigma, required=False)  # wrong-family option -> one clear line
     objective = objective.strip().lower()
     if objective not in ("r1", "r2"):
         raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
@@ -125,41 +126,24 @@ def design_command(
     if delta >= 1.0:
         warn("delta = 1 certifies nothing: every mechanism meets it, including the identity (s = 1), which "
              "publishes the raw value")
-    dom = None
     if domain is not None:
-        d, dom, window = _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, window)
+        from ..finite_design import design_finite
+        from ._common import parse_domain
+
+        d = design_finite(family, eps=eps, delta=delta, H=H, domain=parse_domain(domain),
+                          window=window or "clipped", objective=objective, param=param)
     else:
-        d = design(family, eps=eps, delta=delta, H=H, objective=objective, lam=lam, sigma=sigma)
+        d = design(family, eps=eps, delta=delta, H=H, objective=objective, param=param)
     if output is not None:
-        _save(d, output, dom, window)
+        _save(d, output)
     if as_json:
-        out = d.to_dict()
-        if dom is not None:
-            out.update({"domain": list(dom), "window": window})
-        print_json(out)
+        print_json(d.to_dict())
     else:
-        chosen = "s" if (lam is not None or sigma is not None) else f"s and {d.param_name}"
+        chosen = "s" if param is not None else f"s and {d.parameter[0]}"
         header = (f"Sparse {d.family}: {chosen} chosen"
                   + ("" if chosen == "s" else f" to minimize {objective.upper()}")
                   + " subject to delta_star <= delta")
-        if dom is not None:
-            header += f" on the domain {dom[0]}..{dom[1]} ({window} windows, exact Theorem 2 accounting)"
+        if d.domain is not None:
+            header += (f" on the domain {d.domain[0]}..{d.domain[1]} ({d.window} windows, exact Theorem 2 "
+                       "accounting)")
         _print_table(d, output, header)
-
-
-def _design_on_domain(family, eps, delta, H, objective, lam, sigma, domain, window):
-    """Run :func:`design_finite` and present it like a :class:`Design` (same fields)."""
-    from ..design import Design
-    from ..finite_design import design_finite
-    from ._common import parse_domain
-
-    dom = parse_domain(domain)
-    window = window or "clipped"
-    fd = design_finite(family, eps=eps, delta=delta, H=H, domain=dom, window=window, objective=objective,
-                       lam=lam, sigma=sigma)
-    fam = get_family(family)
-    pname = fam.param
-    param, s = fd.params[pname], fd.params["s"]
-    mech = fam.make(param, s)
-    d = Design(family, mech, s, pname, param, fd.eps, fd.delta, fd.H, fd.delta_reached, fd.r1, fd.r2)
-    return d, dom, window
