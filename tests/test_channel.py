@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparseldp.channel as channel_mod
+import sparseldp.channel.store as channel_store  # _BAND_RATIO (backend choice) lives here
 from sparseldp import InfeasibleError, SparseGaussian, SparseLaplace
 from sparseldp.channel import SparseChannel, WorstPair
 
@@ -98,9 +99,9 @@ H_VALUES = [None, 1, 2, 4]
 @pytest.fixture(params=["auto", "band", "flat"])
 def layout(request, monkeypatch):
     if request.param == "band":
-        monkeypatch.setattr(channel_mod, "_BAND_RATIO", 1e18)
+        monkeypatch.setattr(channel_store, "_BAND_RATIO", 1e18)
     elif request.param == "flat":
-        monkeypatch.setattr(channel_mod, "_BAND_RATIO", 0.0)
+        monkeypatch.setattr(channel_store, "_BAND_RATIO", 0.0)
     return request.param
 
 
@@ -286,8 +287,8 @@ def channels(draw):
 )
 def test_delta_identity_random(chan, eps, H, ratio):
     W, inputs = chan
-    old = channel_mod._BAND_RATIO
-    channel_mod._BAND_RATIO = ratio
+    old = channel_store._BAND_RATIO
+    channel_store._BAND_RATIO = ratio
     try:
         ch = SparseChannel(W, inputs=inputs)
         P = W / W.sum(axis=1, keepdims=True)
@@ -303,7 +304,7 @@ def test_delta_identity_random(chan, eps, H, ratio):
         assert d.support_leakage == pytest.approx(leak, abs=1e-15)
         assert d.overlap == pytest.approx(ov, abs=1e-14)
     finally:
-        channel_mod._BAND_RATIO = old
+        channel_store._BAND_RATIO = old
 
 
 @settings(max_examples=40, deadline=None)

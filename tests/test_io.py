@@ -93,7 +93,7 @@ def _listing(directory: Path) -> set[str]:
 @pytest.mark.parametrize("batch_size", [1, 2, sio.DEFAULT_BATCH_SIZE])
 def test_csv_round_trip_is_byte_exact_outside_the_column(tmp_path, spec_path, monkeypatch, block, batch_size):
     if block is not None:  # records then straddle read blocks
-        monkeypatch.setattr(sio, "_BLOCK_BYTES", block)
+        monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", block)
     src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_bytes(TEMPLATE.format(*TEMPLATE_AGES).encode())
     result = sio.privatize_file(src, dst, mechanism=spec_path, column="age", batch_size=batch_size, rng=7)
@@ -228,7 +228,7 @@ def test_non_integer_value_names_row_and_value_and_leaves_no_file(tmp_path, spec
 
 
 def test_bad_value_after_many_good_batches_and_preexisting_output_untouched(tmp_path, spec_path, monkeypatch):
-    monkeypatch.setattr(sio, "_BLOCK_BYTES", 50)
+    monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", 50)
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_text("age\n" + "".join(f"{i}\n" for i in range(150)) + "oops\n")
     out.write_text("keep me\n")
@@ -312,7 +312,7 @@ def test_file_level_errors(tmp_path, spec_path):
 
 
 def test_iter_column_and_counts_csv_and_parquet(tmp_path, monkeypatch):
-    monkeypatch.setattr(sio, "_BLOCK_BYTES", 100)
+    monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", 100)
     values = np.random.default_rng(9).integers(-20, 30, size=500)
     csv_path, pq_path = tmp_path / "r.csv", tmp_path / "r.parquet"
     csv_path.write_text("y,z\n" + "".join(f"{v},q\n" for v in values))
@@ -399,7 +399,7 @@ def _two_columns(path: Path) -> tuple[list[int], list[int]]:
 @pytest.mark.parametrize("batch_size", [1, 3, sio.DEFAULT_BATCH_SIZE])
 def test_several_columns_byte_exact_elsewhere(tmp_path, spec_path, monkeypatch, block, batch_size):
     if block is not None:
-        monkeypatch.setattr(sio, "_BLOCK_BYTES", block)
+        monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", block)
     src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_bytes(TWO_TEMPLATE.format(*[v for pair in zip(TWO_B, TWO_A) for v in pair]).encode())
     result = sio.privatize_file(src, dst, mechanism=spec_path, columns=["a", "b"], batch_size=batch_size, rng=3)
@@ -504,7 +504,7 @@ def test_long_records_written_in_slices_are_identical(tmp_path, spec_path, monke
     src.write_bytes(TWO_TEMPLATE.format(*[v for pair in zip(TWO_B, TWO_A) for v in pair]).encode())
     reference = tmp_path / "ref.csv"
     sio.privatize_file(src, reference, mechanism=spec_path, columns=["b", "a"], rng=9)
-    monkeypatch.setattr(sio, "_SPLICE_BYTES_PER_FIELD", splice)
+    monkeypatch.setattr(sio.csvio, "_SPLICE_BYTES_PER_FIELD", splice)
     out = tmp_path / "out.csv"
     sio.privatize_file(src, out, mechanism=spec_path, columns=["b", "a"], rng=9)
     assert out.read_bytes() == reference.read_bytes()
@@ -627,7 +627,7 @@ def test_blank_line_in_a_single_column_csv_is_a_missing_value(tmp_path, spec_pat
 
 
 def test_blank_lines_in_a_multi_column_csv_are_copied_and_counted(tmp_path, spec_path, monkeypatch):
-    monkeypatch.setattr(sio, "_BLOCK_BYTES", 6)
+    monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", 6)
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_bytes(b"\n\r\nid,age\n\n1,5\r\n\r\n\n2,6\n\n")
     result = sio.privatize_file(src, out, mechanism=spec_path, column="age", rng=1, batch_size=1)
@@ -652,8 +652,8 @@ def test_header_only_and_blank_lines_counted(tmp_path, spec_path):
 
 @pytest.mark.parametrize("block", [1 << 20, 16])  # the record inside one block, or read on block by block
 def test_record_longer_than_the_limit(tmp_path, spec_path, monkeypatch, block):
-    monkeypatch.setattr(sio, "_BLOCK_BYTES", block)
-    monkeypatch.setattr(sio, "MAX_RECORD_BYTES", 100)
+    monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(sio.csvio, "MAX_RECORD_BYTES", 100)
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_text("id,note\n1,short\n2," + "x" * 98 + "\n3," + "y" * 150 + "\n")  # 100 bytes: fine
     with pytest.raises(ValueError, match=r"malformed CSV .*in\.csv': the record starting on line 4 is longer "
@@ -676,7 +676,7 @@ class _Endless:
 
 @pytest.mark.parametrize("fill", [b"7", b'"', b"x"])  # digits, an unterminated quote, anything
 def test_endless_record_stops_at_the_limit(spec_path, monkeypatch, fill):
-    monkeypatch.setattr(sio, "MAX_RECORD_BYTES", 3 << 20)
+    monkeypatch.setattr(sio.csvio, "MAX_RECORD_BYTES", 3 << 20)
     stream = _Endless(b"age,z\n", fill)
     stdin = _Std()
     stdin.buffer = stream
@@ -684,7 +684,7 @@ def test_endless_record_stops_at_the_limit(spec_path, monkeypatch, fill):
     with pytest.raises(ValueError, match=r"the record starting on line 2 is longer than 3 MiB .*read without "
                                          r"reaching its end"):
         sio.column_counts("-", "age")
-    assert stream.read_bytes <= (3 << 20) + 3 * sio._BLOCK_BYTES
+    assert stream.read_bytes <= (3 << 20) + 3 * sio.csvio._BLOCK_BYTES
 
 
 def test_endless_record_with_more_fields_than_the_header_stops_early(monkeypatch):
@@ -694,11 +694,11 @@ def test_endless_record_with_more_fields_than_the_header_stops_early(monkeypatch
     monkeypatch.setattr(sys, "stdin", stdin)
     with pytest.raises(ValueError, match=r"row 1 \(line 2\) has more than 2 fields, the header has 2"):
         sio.column_counts("-", "age")
-    assert stream.read_bytes <= 2 * sio._BLOCK_BYTES
+    assert stream.read_bytes <= 2 * sio.csvio._BLOCK_BYTES
 
 
 def test_long_record_within_the_limit_is_fine(tmp_path, spec_path, monkeypatch):
-    monkeypatch.setattr(sio, "_BLOCK_BYTES", 4096)
+    monkeypatch.setattr(sio.csvio, "_BLOCK_BYTES", 4096)
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     blob = '"' + ("a,b\n" * 100_000) + '"'  # 400 KB, a hundred blocks, quoted separators and line breaks
     src.write_text(f"id,blob,age\n1,{blob},5\n2,x,6\n")
@@ -838,14 +838,14 @@ def test_csv_reader_matches_the_csv_module(tmp_path_factory, laplace_spec, rows,
     text = eol.join(lines) + eol + (eol if blank_at_end else "")
     src = tmp / "in.csv"
     src.write_text(text, newline="")
-    old = sio._BLOCK_BYTES
-    sio._BLOCK_BYTES = block
+    old = sio.csvio._BLOCK_BYTES
+    sio.csvio._BLOCK_BYTES = block
     try:
         got = np.concatenate(list(sio.iter_column(src, "n", batch_size=3)) or [np.empty(0, np.int64)])
         result = sio.privatize_file(src, tmp / "out.csv", mechanism=laplace_spec, columns=["m", "n"], rng=1,
                                     batch_size=2)
     finally:
-        sio._BLOCK_BYTES = old
+        sio.csvio._BLOCK_BYTES = old
     assert got.tolist() == [r[0] for r in rows]
     assert result.rows == len(rows) and result.blank_lines == sum(r[3] for r in rows) + blank_at_end
     with open(tmp / "out.csv", newline="", encoding="utf-8") as fh:

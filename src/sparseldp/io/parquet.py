@@ -1,0 +1,171 @@
+"""Parquet: batches of a file's row groups, reading integer columns and writing a privatized copy.
+
+Part of :mod:`sparseldp.io`.  Parquet keeps its schema at the end of the
+file, so it is read from a seekable file only (never standard input or
+output).  pyarrow is an optional dependency (the ``cli`` extra): it is
+imported inside the functions that need it, so that the core imports with
+numpy and scipy alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from .batch import _INT_LIMIT, _Batch, _describe_bad, _fail_value, _find_column, _parse_ints
+from .sources import _Source
+from .target import _sample, _Target, _validated
+
+
+class _ParquetBatch(_Batch):
+    def __init__(self, record_batch, positions: tuple[int, ...], names: tuple[str, ...], first_row: int,
+                 done: float | None):
+        self.record_batch = record_batch
+        self.positions = positions  # the target columns' positions in record_batch, increasing
+        self.names = names
+        self.first_row = first_row
+        self.size = record_batch.num_rows
+        self.done = done
+
+    def where(self, i: int) -> str:
+        return f"row {self.first_row + i // len(self.names)}"
+
+    def field(self, i: int) -> np.ndarray:
+        k = len(self.names)
+        value = self.record_batch.column(self.positions[i % k])[i // k].as_py()
+        text = "" if value is None else (value if isinstance(value, str) else repr(value))
+        return np.frombuffer(text.encode("utf-8", errors="backslashreplace"), np.uint8)
+
+    def values(self) -> np.ndarray:
+        k = len(self.names)
+        columns, failures = [], []
+        for j in range(k):
+            x, failure = self._column_values(j)
+            columns.append(x)
+            if failure is not None:
+                failures.append((failure[0] * k + j, failure[1]))
+        if failures:  # the first bad value in file order, as for CSV
+            i, reason = min(failures)
+            if reason is None:
+                name = self.names[i % k]
+                raise ValueError(f"{self.where(i)}: column {name!r} is null (a missing value)")
+            raise _fail_value(self, i, reason)
+        return columns[0] if k == 1 else np.column_stack(columns).ravel()
+
+    def _column_values(self, j: int) -> tuple[np.ndarray | None, tuple[int, str | None] | None]:
+        """Column ``j`` as int64, or its first bad row and why (reason ``None``: a null)."""
+        import pyarrow as pa
+
+        col = self.record_batch.column(self.positions[j])
+        if isinstance(col, pa.ChunkedArray):  # pragma: no cover - record batches hold arrays
+            col = col.combine_chunks()
+        if pa.types.is_dictionary(col.type):
+            col = col.dictionary_decode()
+        t = col.type
+        if pa.types.is_floating(t) or pa.types.is_decimal(t):
+            i = int(np.argmax(np.asarray(col.is_valid()))) if col.null_count < len(col) else 0
+            return None, (i, f"is not an integer (the column has type {t}; integer or string columns only)")
+        if col.null_count:
+            return None, (int(np.argmax(np.asarray(col.is_null()))), None)
+        if pa.types.is_integer(t):
+            x = col.to_numpy(zero_copy_only=False)
+            if x.dtype.itemsize == 8:
+                too_big = (x >= _INT_LIMIT) | (x <= -_INT_LIMIT)
+                if too_big.any():
+                    return None, (int(np.argmax(too_big)), "is outside the supported integer range (|x| < 10**18)")
+            return x.astype(np.int64, copy=False), None
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+                or pa.types.is_large_binary(t):
+            _, offsets_buf, data_buf = col.buffers()
+            off_type = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
+            width = np.dtype(off_type).itemsize
+            offsets = np.frombuffer(offsets_buf, dtype=off_type, count=len(col) + 1,
+                                    offset=width * col.offset).astype(np.int64)
+            data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+            values, bad = _parse_ints(data, offsets[:-1], offsets[1:])
+            if bad.any():
+                i = int(np.argmax(bad))
+                return None, (i, _describe_bad(data[offsets[i] : offsets[i + 1]]))
+            return values, None
+        raise ValueError(f"column {self.names[j]!r} has type {t}; privatize and estimate need an integer "
+                         "column (or strings holding integers)")
+
+
+def _open_parquet(src: _Source):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src.require_seekable()
+    try:
+        return pq.ParquetFile(src.path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"cannot read {src.label} as Parquet: {_arrow_message(exc)}") from None
+
+
+def _arrow_message(exc) -> str:
+    return " ".join(str(getattr(exc, "strerror", None) or exc).split())
+
+
+def _parquet_targets(pf, label: str, columns: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The target columns' schema positions (increasing) and their names in that order."""
+    names = pf.schema_arrow.names
+    index = [_find_column(label, names, c) for c in columns]
+    order = sorted(range(len(columns)), key=index.__getitem__)
+    return tuple(index[j] for j in order), tuple(columns[j] for j in order)
+
+
+def _iter_parquet(pf, label: str, columns: tuple[str, ...], batch_size: int,
+                  project: bool) -> Iterator[_ParquetBatch]:
+    """Batches of the file; ``project``: read only the target columns (reading), else all (writing)."""
+    import pyarrow as pa
+
+    index, names = _parquet_targets(pf, label, columns)
+    read = list(names) if project else None
+    positions = tuple(range(len(names))) if project else index
+    total = pf.metadata.num_rows
+    row = 1
+    try:
+        for rb in pf.iter_batches(batch_size=batch_size, columns=read, use_threads=True):
+            done = min((row - 1 + rb.num_rows) / total, 1.0) if total else 1.0
+            yield _ParquetBatch(rb, positions, names, row, done)
+            row += rb.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"cannot read {label} as Parquet: {_arrow_message(exc)}") from None
+
+
+def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ...], rng, batch_size: int,
+                       progress) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pf = _open_parquet(src)
+    index, _ = _parquet_targets(pf, src.label, columns)
+    out_schema = pf.schema_arrow
+    for i in index:
+        old = out_schema.field(i)
+        out_schema = out_schema.set(i, pa.field(old.name, pa.int64(), nullable=old.nullable, metadata=old.metadata))
+    compression = "snappy"
+    if pf.metadata.num_row_groups and pf.metadata.num_columns:
+        compression = pf.metadata.row_group(0).column(0).compression.lower()
+        if compression == "uncompressed":
+            compression = "none"
+    k = len(index)
+    rows = 0
+    writer = pq.ParquetWriter(fh, out_schema, compression=compression)
+    try:
+        for batch in _iter_parquet(pf, src.label, columns, batch_size, project=False):
+            if batch.size:
+                x = _validated(batch, target)
+                y = _sample(target, x, rng).reshape(batch.size, k)
+                rb = batch.record_batch
+                for j, i in enumerate(index):
+                    rb = rb.set_column(i, out_schema.field(i), pa.array(np.ascontiguousarray(y[:, j]),
+                                                                        type=pa.int64()))
+                writer.write_batch(rb)
+            rows += batch.size
+            if progress is not None:
+                progress(rows, batch.done)
+    finally:
+        writer.close()
+    return rows
