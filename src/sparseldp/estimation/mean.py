@@ -1,0 +1,304 @@
+"""The mean of the true values: :func:`estimate_mean` and :class:`MeanEstimate`.
+
+The report mean when the channel is unbiased; otherwise the mean of the EM
+estimate with a delta-method standard error from the expected Fisher
+information (:func:`_fisher_stderr`), bounded by the range of the domain.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.stats import norm
+
+from .._validation import check_bool
+from .frequencies import _check_tol, _fit
+from .model import _Model, _model
+
+# Fisher information: an output whose probability under the estimate is below this
+# share of the largest output probability is counted as if it had this probability.
+_FISHER_Q_FLOOR = 1e-9
+# The ridge values are tried when the plain solve leaves an unexplained part of the
+# mean functional larger than this share of its range.
+_FISHER_RESIDUAL = 1e-9
+# Ridge values mu (relative to the unit diagonal of the Jacobi-scaled information).
+_FISHER_RIDGE = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
+# Inputs and outputs are sorted, so window channels give a banded information
+# matrix, factorized fastest (no fill beyond the band) in its natural order.
+_PERMC = "NATURAL"
+# Rule of three: after n reports all equal to one value, 3/n is a 95% upper
+# confidence bound on the share of the others (exactly, 1 - 0.05^(1/n) <= 3/n).
+_RULE_OF_THREE = 3.0
+
+
+class MeanEstimate(float):
+    """A mean estimate: a ``float`` carrying ``stderr``, ``ci`` and how it was made.
+
+    Attributes
+    ----------
+    value : float
+        The estimate (also the float value of the object itself).
+    stderr : float
+        Estimated standard error: finite, and positive unless the mean is
+        known exactly (the domain has one value).
+    ci : (float, float)
+        Normal-approximation confidence interval ``value -+ z stderr`` at
+        ``confidence``, clipped to the domain (the true mean lies in it);
+        ``ci[0] <= ci[1]``.
+    confidence : float
+    method : str
+        How the estimate and its standard error were made (see
+        :func:`estimate_mean`): ``"report-mean"`` (unbiased channel),
+        ``"em-fisher"`` (biased channel, delta method), ``"em-range-bound"``
+        (biased channel whose Fisher information does not pin the mean down:
+        the worst-case standard deviation ``(hi - lo)/2``) or
+        ``"one-value-domain"`` (the mean is the domain's only value).
+    n : int
+        Number of reports.
+
+    The constructor refuses a standard error that is not a finite number
+    ``>= 0`` and an interval that is not finite and ordered (ValueError).
+    """
+
+    __slots__ = ("stderr", "ci", "confidence", "method", "n")
+
+    def __new__(cls, value, *, stderr, ci, confidence, method, n):
+        stderr, lo, hi = float(stderr), float(ci[0]), float(ci[1])
+        if not (math.isfinite(stderr) and stderr >= 0.0):
+            raise ValueError(f"stderr must be a finite number >= 0; got {stderr!r}")
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise ValueError(f"ci must be a finite interval (low, high) with low <= high; got {ci!r}")
+        obj = super().__new__(cls, value)
+        for name, val in (("stderr", float(stderr)), ("ci", (float(ci[0]), float(ci[1]))),
+                          ("confidence", float(confidence)), ("method", str(method)), ("n", int(n))):
+            object.__setattr__(obj, name, val)
+        return obj
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"MeanEstimate is immutable; cannot set {name!r}")
+
+    @property
+    def value(self) -> float:
+        return float(self)
+
+    def __reduce__(self):
+        return (_rebuild_mean, (float(self), self.stderr, self.ci, self.confidence, self.method, self.n))
+
+    def __repr__(self) -> str:
+        return (f"MeanEstimate(value={float(self)!r}, stderr={self.stderr!r}, ci={self.ci!r}, "
+                f"confidence={self.confidence!r}, method={self.method!r}, n={self.n})")
+
+    def to_dict(self) -> dict:
+        return {"mean": float(self), "stderr": self.stderr, "ci_low": self.ci[0], "ci_high": self.ci[1],
+                "confidence": self.confidence, "method": self.method, "n": self.n}
+
+
+def _rebuild_mean(value, stderr, ci, confidence, method, n):
+    return MeanEstimate(value, stderr=stderr, ci=ci, confidence=confidence, method=method, n=n)
+
+
+def _check_confidence(confidence) -> float:
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real):
+        raise TypeError(f"confidence must be a real number in (0, 1); got {type(confidence).__name__} {confidence!r}")
+    c = float(confidence)
+    if not (0.0 < c < 1.0):
+        raise ValueError(f"confidence must be a real number in (0, 1); got {confidence!r}")
+    return c
+
+
+def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=False, tol=1e-2,
+                  max_iter=50_000) -> MeanEstimate:
+    r"""Estimate the mean of the true values from reports, with a standard error and CI.
+
+    The case is decided exactly from the channel restricted to the domain by
+    its bias ``b(x) = E[Y | x] - x`` (computed entry by entry):
+
+    * **unbiased channel** (``max |b| <= 1e-9 max |y - x|``): mechanisms on Z
+      (symmetric, docs/paper.md, "Distortion and bias"), extended windows.  The estimate is the
+      report mean ``(1/n) sum_i Y_i``, exactly unbiased; the standard error is
+      ``sqrt(v / n)`` with ``v`` the sample variance (``ddof=1``), which
+      estimates ``Var(Y) = Var_p(x) + E_p Var(Y | x)`` (``= Var_p(x) + R2`` on
+      Z).  Two floors guard degenerate samples.  ``v >= min_x Var(Y | x)``:
+      the noise alone, a lower bound on ``Var(Y)`` whatever ``p``.  And when
+      all ``n`` reports are equal (``v = 0``), ``v = r (1 - r) w^2`` with
+      ``r = min(3/n, 1/2)`` and ``w`` the span of the outputs: by the rule of
+      three, ``r`` bounds the share of other reports at 95%, and
+      ``r (1 - r) w^2`` is the largest variance such a share can carry (a
+      noiseless channel and a constant sample would otherwise give an
+      interval of width 0).  ``method="report-mean"``.
+    * **biased channel** (clipped windows, clamped or folded baselines): the
+      report mean is pulled towards the middle near the edges.  The estimate is
+      the mean ``sum_x x p̂_x`` of the EM estimate :func:`estimate_frequencies`
+      (same ``tol``, ``max_iter``).  Its standard error is the delta method with
+      the expected Fisher information at ``p̂``: with
+      ``I = Q diag(1/q̃) Q^T`` (per report) and ``u = x - mean``,
+      ``se^2 = u^T I^{-1} u / n`` (the constrained information
+      ``I^{-1} - p p^T`` applied to the mean functional; ``I`` is a banded
+      sparse ``k x k`` system, sparse LU).  This is the asymptotic standard
+      error of the MLE when it is interior; when ``p̂`` sits on the boundary
+      of the simplex (zeros) the constraint only removes variance, so the
+      figure errs on the large (conservative) side.  ``method="em-fisher"``.
+
+      Two safeguards make it always finite.  (1) ``q̃ = max(q̂, f max q̂)``
+      with ``q̂ = Q^T p̂`` and ``f = 1e-9``: outputs that the estimate makes
+      (nearly) impossible, such as those of the empty end of a domain wider
+      than the data, would otherwise put ``1/q̂`` of 1e160, or ``1/0``, into
+      ``I`` (this made the standard error ``nan``, or silently 250 times too
+      small).  Raising ``q`` removes information (``I`` decreases in every
+      ``q_y``), so the floor can only enlarge the figure; in our
+      measurements it moves it by less than 1e-5 relative.  (2) When ``I``
+      is singular or nearly so (wide Gaussian windows, randomized response
+      with tiny ``eps``: the channel barely identifies the mean), the
+      standard error is the smallest over a few ridge solutions of
+      ``sqrt(E g(Y)^2 / n) + (max r - min r)``, where ``E[g(Y) | x] + r(x) = u(x)``:
+      the part of the mean that a function of the reports estimates plus a
+      worst-case bound on the part it does not (see ``_fisher_stderr``).
+      Still ``"em-fisher"``.  If that exceeds ``(hi - lo) / 2`` -- the
+      largest standard deviation of any estimate confined to ``[lo, hi]``
+      (Popoviciu's inequality), a bound that needs no asymptotics -- that is
+      returned instead, with ``method="em-range-bound"``, and the interval
+      is the whole domain (for a confidence of 68% or more).
+    * **one-value domain** (``lo == hi``): the mean is ``lo``, exactly;
+      standard error 0, interval ``(lo, lo)``.  ``method="one-value-domain"``.
+
+    The confidence interval is ``value -+ z_{(1+confidence)/2} stderr``
+    (normal approximation), clipped to ``[lo, hi]``; should it miss the
+    domain altogether (a report mean far outside it) it shrinks to the
+    nearest end.  The standard error is always finite and ``>= 0``.
+
+    Parameters are those of :func:`estimate_frequencies`; at least two reports
+    are needed.  Returns a :class:`MeanEstimate`, a ``float`` subclass.
+    """
+    confidence = _check_confidence(confidence)
+    tol, max_iter = _check_tol(tol, max_iter)
+    counts = check_bool(counts, "counts")
+    model = _model(mechanism, domain)
+    c_all = model.counts_of(reports, counts)
+    n_f = float(c_all.sum())
+    n = int(round(n_f))
+    if n < 2:
+        raise ValueError(f"reports must contain at least 2 reports to estimate a mean with a standard error; got {n}")
+    lo, hi = model.lo, model.hi
+    if model.k == 1:
+        return MeanEstimate(lo, stderr=0.0, ci=(lo, lo), confidence=confidence, method="one-value-domain", n=n)
+    z = float(norm.ppf(0.5 + 0.5 * confidence))
+    # centering keeps sums exact for large values (int64 differences are exact in float64 below 2^53)
+    center = lo + (hi - lo) // 2
+    bias, scale = model.bias()
+    if float(np.abs(bias).max(initial=0.0)) <= 1e-9 * max(scale, 1.0):
+        d = (model.outputs - center).astype(float)
+        m1 = float(c_all @ d) / n_f
+        var = float(c_all @ (d - m1) ** 2) / (n_f - 1.0)
+        if var <= 0.0:  # every report is the same value
+            r = min(_RULE_OF_THREE / n_f, 0.5)
+            span = float(model.outputs[-1] - model.outputs[0])
+            var = r * (1.0 - r) * span * span
+        var = max(var, model.min_noise_variance(bias))
+        value, se, method = center + m1, math.sqrt(var / n_f), "report-mean"
+    else:
+        est = _fit(model, c_all, "em", tol, max_iter)
+        x = (np.arange(lo, hi + 1, dtype=np.int64) - center).astype(float)
+        m1 = float(est.p @ x)
+        value = center + m1
+        se = _fisher_stderr(model, est.p, x - m1, n_f)
+        se_range = 0.5 * float(hi - lo)
+        method = "em-fisher"
+        if not se <= se_range:
+            se, method = se_range, "em-range-bound"
+    lo_ci = min(max(lo, value - z * se), hi)
+    hi_ci = max(min(hi, value + z * se), lo)
+    return MeanEstimate(value, stderr=se, ci=(lo_ci, hi_ci), confidence=confidence, method=method, n=n)
+
+
+def _fisher_stderr(model: _Model, p: np.ndarray, u: np.ndarray, n: float) -> float:
+    r"""Delta-method standard error of ``u^T p̂``: ``min_h sqrt(|h|^2 / n) + (max r - min r)``; ``inf`` if none.
+
+    With ``q̃ = max(Q^T p, f max Q^T p)`` (``f`` = :data:`_FISHER_Q_FLOOR`)
+    and ``B = Q diag(q̃)^{-1/2}`` (``k x m``, so ``I = B B^T``), any ``h``
+    splits ``u = B h + r``.  The first part is ``Q g`` for the output
+    function ``g = h / sqrt(q̃)``, whose report average estimates it with
+    variance at most ``E_q̃ g^2 / n = |h|^2 / n``; the rest moves the mean of
+    any two distributions on the domain apart by at most ``max r - min r``.
+    For ``h = B^T I^{-1} u`` (``r = 0``), ``|h|^2 = u^T I^{-1} u``: the usual
+    delta method.  When ``I`` is singular or nearly so, that ``h`` is huge or
+    not computable; the ridge solutions ``h_mu = B^T (I + mu D)^{-1} u``
+    (``D = diag I``) trade a small unexplained ``r`` for a much smaller
+    ``|h|``, and the smallest bound over ``mu`` in :data:`_FISHER_RIDGE` is
+    returned.  If ``u`` is outside the range of ``B`` (the channel does not
+    identify the mean) the unexplained range stays and bounds the error of
+    the unidentified part.  Since that range is added to the standard error,
+    a ``z``-interval stays valid for ``z >= 1`` (confidence >= 68%).
+
+    Computation.  From the column-scaled ``S`` (``Q = S diag(cs)``), so that
+    no probability underflows: ``B = S diag(exp(log cs - log q̃ / 2))``,
+    bounded by ``(f max q)^{-1/2}`` thanks to the floor.  ``I`` is Jacobi
+    scaled (unit diagonal) and solved by sparse LU (banded for window
+    channels) or, for dense channels, a dense solve and, if a ridge is
+    needed, one symmetric eigendecomposition for all ``mu``.
+    The residual ``r`` is recomputed from each ``h``, so a poor solve can
+    only make the figure larger, never wrong.
+    """
+    S = model.S
+    with np.errstate(divide="ignore"):
+        log_q = model.log_cs + np.log(S.T @ p)
+    top = float(np.max(log_q, initial=-math.inf))
+    if not math.isfinite(top):
+        return math.inf
+    sw = np.exp(model.log_cs - 0.5 * np.maximum(log_q, top + math.log(_FISHER_Q_FLOOR)))
+    if model.dense:
+        B = S * sw[None, :]
+        d = np.sqrt(np.einsum("ij,ij->i", B, B))
+    else:
+        B = sp.csr_array(S @ sp.diags_array(sw))
+        d = np.sqrt(np.asarray((B * B).sum(axis=1)).ravel())
+    d = np.where(np.isfinite(d) & (d > 0.0), d, 1.0)  # a row with no information stays as it is
+    Bs = B / d[:, None] if model.dense else sp.csr_array(sp.diags_array(1.0 / d) @ B)
+    us = u / d
+    G = Bs @ Bs.T  # I with unit diagonal
+    span = float(u.max() - u.min())
+    if model.dense:
+        eig = []  # computed once, only if a ridge is needed
+
+        def solve(mu):
+            if mu == 0.0:
+                return np.linalg.solve(G, us)
+            if not eig:
+                ev, V = np.linalg.eigh(G)
+                eig.extend((np.maximum(ev, 0.0), V, V.T @ us))
+            ev, V, coef = eig
+            return V @ (coef / (ev + mu))
+
+        failures = (np.linalg.LinAlgError,)
+    else:
+        G = sp.csc_array(G)
+        eye = sp.identity(G.shape[0], format="csc")
+
+        def solve(mu):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", spla.MatrixRankWarning)
+                return spla.splu(sp.csc_array(G + mu * eye) if mu else G, permc_spec=_PERMC).solve(us)
+
+        failures = (RuntimeError, spla.MatrixRankWarning)
+    best = math.inf
+    with np.errstate(all="ignore"):
+        for mu in _FISHER_RIDGE:
+            try:
+                lam = solve(mu)
+            except failures:
+                continue
+            h = Bs.T @ lam
+            if not np.all(np.isfinite(h)):
+                continue
+            r = u - B @ h
+            unexplained = float(r.max() - r.min())
+            se = math.sqrt(float(h @ h) / n) + unexplained
+            if math.isfinite(se) and se < best:
+                best = se
+            if mu == 0.0 and unexplained <= _FISHER_RESIDUAL * span:
+                break  # the exact delta method: I is well conditioned
+    return best

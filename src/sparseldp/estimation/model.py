@@ -1,0 +1,231 @@
+"""The mechanism's channel restricted to the domain, as the estimators use it.
+
+:func:`_model` turns a mechanism on Z (its extended-window channel) or a
+:class:`~sparseldp.SparseChannel` into a :class:`_Model`: the rows ``lo..hi``,
+the outputs they can produce (sorted), column-scaled for EM, sparse or dense;
+and it maps reports onto those outputs (counts, or an error naming the first
+impossible report).  See the :mod:`sparseldp.estimation` docstring, "Model".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..channel import SparseChannel, check_domain
+from ..families import family_of
+from ..mechanisms import RadiusMechanism
+from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
+
+# A channel is held dense when at least this share of its k x m entries are stored ...
+_DENSE_SHARE = 0.25
+# ... and it has at most this many entries (about 200 MB as float64).
+_DENSE_MAX = 25_000_000
+
+
+class _Model:
+    """``Q`` restricted to inputs ``lo..hi``, outputs sorted, columns scaled for EM.
+
+    ``S[x, y] = Q(y | x) / max_x' Q(y | x')`` (column scaling computed from the
+    exact log-probabilities, so that no column of ``S`` underflows to all
+    zeros); ``log_cs[y] = log max_x' Q(y | x')``.  EM is invariant under column
+    scaling (``g`` has the same ratio in numerator and denominator); the
+    log-likelihood is shifted by ``sum_y c_y log_cs[y]``, added back.
+    """
+
+    def __init__(self, channel, lo: int, hi: int, label: str):
+        self.lo, self.hi = lo, hi
+        self.k = hi - lo + 1
+        self.label = label
+        inputs = np.asarray(channel.inputs)
+        order = np.argsort(inputs, kind="stable")
+        xs = inputs[order]
+        want = np.arange(lo, hi + 1, dtype=np.int64)
+        pos = np.clip(np.searchsorted(xs, want), 0, xs.size - 1)
+        missing = xs[pos] != want
+        if missing.any():
+            raise ValueError(
+                f"domain must lie within the channel's input values (between {int(xs[0])} and "
+                f"{int(xs[-1])}, every value present); {int(want[missing][0])} is not an input"
+            )
+        rows = order[pos]
+        # Carry entry positions (+1, never zero) through the row selection and the
+        # CSC conversion, so that the support pattern survives exactly (an explicit
+        # log-probability of 0.0 or an underflowed probability could be dropped).
+        M = channel.matrix
+        tag = sp.csr_array((np.arange(1, M.nnz + 1, dtype=float), M.indices, M.indptr), shape=M.shape)
+        logm = sp.csc_array(tag[rows])
+        logm.sort_indices()
+        logm.data = np.asarray(channel.log_matrix.data, dtype=float)[logm.data.astype(np.int64) - 1]
+        # keep only reachable columns, in increasing output order
+        outputs = np.asarray(channel.outputs)
+        nnz_col = np.diff(logm.indptr)
+        keep = np.flatnonzero(nnz_col > 0)
+        keep = keep[np.argsort(outputs[keep], kind="stable")]
+        logm = logm[:, keep]
+        self.outputs = outputs[keep].astype(np.int64)
+        self.m = self.outputs.size
+        indptr = logm.indptr
+        data = np.asarray(logm.data, dtype=float)
+        colmax = np.maximum.reduceat(data, indptr[:-1]) if data.size else np.zeros(0)
+        cols = np.repeat(np.arange(self.m), np.diff(indptr))
+        scaled = np.exp(data - colmax[cols])
+        self.log_cs = colmax
+        S = sp.csc_array((scaled, logm.indices, indptr), shape=(self.k, self.m)).tocsr()
+        S.sort_indices()
+        self.nnz = int(S.nnz)
+        self.dense = self.nnz >= _DENSE_SHARE * self.k * self.m and self.k * self.m <= _DENSE_MAX
+        self.S = S.toarray() if self.dense else S
+        # offsets y - x of every stored entry (for the bias of the report)
+        self._contiguous = bool(self.m == 0 or int(self.outputs[-1]) - int(self.outputs[0]) + 1 == self.m)
+
+    # -- matrices --------------------------------------------------------------
+    def columns(self, idx):
+        """``S`` restricted to columns ``idx`` and its transpose, in the fast layout."""
+        if self.dense:
+            A = np.ascontiguousarray(self.S[:, idx])
+            return A, np.ascontiguousarray(A.T)
+        A = sp.csr_array(sp.csc_array(self.S)[:, idx])
+        A.sort_indices()
+        AT = sp.csr_array(A.T)
+        AT.sort_indices()
+        return A, AT
+
+    def unscaled(self):
+        """``Q`` itself (k x m), probabilities that may underflow to 0."""
+        scale = np.exp(self.log_cs)
+        if self.dense:
+            return self.S * scale[None, :]
+        return sp.csr_array(self.S @ sp.diags_array(scale))
+
+    def bias(self) -> np.ndarray:
+        """``E[Y - x | x]`` for each input ``x`` of the domain."""
+        Q = self.unscaled()
+        x = np.arange(self.lo, self.hi + 1, dtype=np.int64)
+        if self.dense:
+            D = (self.outputs[None, :] - x[:, None]).astype(float)
+            return (Q * D).sum(axis=1), float(np.abs(D).max(initial=0.0))
+        coo = sp.coo_array(Q)
+        d = (self.outputs[coo.col] - x[coo.row]).astype(float)
+        b = np.bincount(coo.row, weights=coo.data * d, minlength=self.k)
+        return b, float(np.abs(d).max(initial=0.0))
+
+    def min_noise_variance(self, b: np.ndarray) -> float:
+        """``min_x Var(Y | x)`` over the domain, given the bias ``b`` from :meth:`bias`.
+
+        A lower bound: probabilities that underflow to 0 in :meth:`unscaled`
+        only drop nonnegative terms.
+        """
+        Q = self.unscaled()
+        x = np.arange(self.lo, self.hi + 1, dtype=np.int64)
+        if self.dense:
+            D = (self.outputs[None, :] - x[:, None]).astype(float) - b[:, None]
+            v = (Q * D * D).sum(axis=1)
+        else:
+            coo = sp.coo_array(Q)
+            d = (self.outputs[coo.col] - x[coo.row]).astype(float) - b[coo.row]
+            v = np.bincount(coo.row, weights=coo.data * d * d, minlength=self.k)
+        return max(float(v.min()), 0.0) if v.size else 0.0
+
+    # -- counts over outputs ---------------------------------------------------
+    def describe_outputs(self) -> str:
+        if self.m == 0:
+            return "no outputs"
+        if self._contiguous:
+            return f"outputs {int(self.outputs[0])}..{int(self.outputs[-1])}"
+        return f"{self.m} outputs between {int(self.outputs[0])} and {int(self.outputs[-1])}"
+
+    def _impossible(self, value: int, count: int):
+        return ValueError(
+            f"reports must be values that {self.label} can produce from inputs in the domain "
+            f"{self.lo}..{self.hi} ({self.describe_outputs()}); got {value} "
+            f"({count} such report{'s' if count != 1 else ''} in all)"
+        )
+
+    def counts_of(self, reports, counts_flag: bool) -> np.ndarray:
+        """Counts over ``self.outputs`` (float64), or ValueError for an impossible report."""
+        rc = _as_report_counts(reports, counts_flag)
+        if rc is not None:
+            return self._from_report_counts(rc)
+        out = np.zeros(self.m, np.int64)
+        if self.m == 0:
+            raise ValueError(f"{self.label} produces no output from the domain {self.lo}..{self.hi}")
+        y0, y1 = int(self.outputs[0]), int(self.outputs[-1])
+        span = y1 - y0 + 1
+        table = None
+        if span <= max(4 * self.m, 1 << 16) and span <= _SPAN_MAX:
+            table = np.full(span, -1, np.int64)
+            table[self.outputs - y0] = np.arange(self.m)
+            acc = np.zeros(span, np.int64)
+        chunks = _chunks(reports)
+        for chunk in chunks:
+            if chunk.size == 0:
+                continue
+            a, b = int(chunk.min()), int(chunk.max())
+            if a < y0 or b > y1:
+                bad = (chunk < y0) | (chunk > y1)
+                self._raise_first(chunk[int(np.argmax(bad))], chunks, table, bad_in_chunk=int(bad.sum()))
+            if table is not None:
+                acc += np.bincount(chunk - y0, minlength=span)
+            else:
+                pos = np.searchsorted(self.outputs, chunk)
+                pos = np.minimum(pos, self.m - 1)
+                miss = self.outputs[pos] != chunk
+                if miss.any():
+                    self._raise_first(chunk[int(np.argmax(miss))], chunks, table, bad_in_chunk=int(miss.sum()))
+                out += np.bincount(pos, minlength=self.m)
+        if table is not None:
+            hole = (table < 0) & (acc > 0)
+            if hole.any():
+                j = np.flatnonzero(hole)
+                raise self._impossible(int(j[0]) + y0, int(acc[j].sum()))
+            out = acc[self.outputs - y0]
+        return out.astype(float)
+
+    def _raise_first(self, first, rest, table, bad_in_chunk):
+        # error path: count the remaining impossible reports (one more pass)
+        total = bad_in_chunk
+        for chunk in rest:
+            pos = np.clip(np.searchsorted(self.outputs, chunk), 0, self.m - 1)
+            total += int((self.outputs[pos] != chunk).sum())
+        raise self._impossible(int(first), total)
+
+    def _from_report_counts(self, rc: ReportCounts) -> np.ndarray:
+        vals = rc.values
+        nz = rc.counts > 0
+        v, c = vals[nz], rc.counts[nz]
+        out = np.zeros(self.m, np.int64)
+        if v.size == 0:
+            return out.astype(float)
+        if self.m == 0:
+            raise self._impossible(int(v[0]), int(c.sum()))
+        pos = np.clip(np.searchsorted(self.outputs, v), 0, self.m - 1)
+        miss = self.outputs[pos] != v
+        if miss.any():
+            raise self._impossible(int(v[miss][0]), int(c[miss].sum()))
+        np.add.at(out, pos, c)
+        return out.astype(float)
+
+
+def _model(mechanism, domain) -> _Model:
+    if isinstance(mechanism, RadiusMechanism):
+        if domain is None:
+            raise ValueError(
+                f"domain is required for a mechanism on Z ({mechanism!r}): pass domain=(lo, hi), "
+                "the range of the true values"
+            )
+        lo, hi = check_domain(domain)
+        _, value = mechanism.parameter
+        ch = family_of(mechanism).channel(value, mechanism.s, (lo, hi), "extended")
+        return _Model(ch, lo, hi, repr(mechanism))
+    if isinstance(mechanism, SparseChannel):
+        if domain is None:
+            xs = np.sort(np.asarray(mechanism.inputs))
+            lo, hi = int(xs[0]), int(xs[-1])
+        else:
+            lo, hi = check_domain(domain)
+        return _Model(mechanism, lo, hi, "the channel")
+    raise TypeError(
+        "mechanism must be a SparseLaplace, SparseGaussian or SparseChannel; "
+        f"got {type(mechanism).__name__}"
+    )

@@ -1,0 +1,329 @@
+"""The numerical solvers behind the frequency estimates, on count vectors.
+
+* :func:`_mle`: the maximum-likelihood estimate by SQUAREM-accelerated EM
+  (:func:`_em`), finished by a log-barrier interior-point Newton method
+  (:func:`_newton`) when that is predicted cheaper; both judged by the
+  certified log-likelihood gap ``n log max_x g_x``.
+* :func:`_ems`: EM with smoothing (EMS), :func:`_smooth` being the
+  ``(1, 2, 1)/4`` kernel.
+* :func:`_least_squares` and :func:`project_simplex`: unbiased inversion.
+
+The EM solvers take ``A``, the column-scaled channel restricted to the observed
+outputs (``k`` rows; sparse CSR or dense), its transpose ``AT`` and the nonzero
+counts ``c``.  The math, the stopping rules and the certificate are in the
+:mod:`sparseldp.estimation` docstring.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from .model import _Model
+
+# EMS: steps over which the linear rate is measured, and the step size treated as rounding.
+_EMS_RATE_SPAN = 5
+_EMS_FLOOR = 1e-14
+
+
+def project_simplex(v) -> np.ndarray:
+    r"""Euclidean projection of a real vector onto the probability simplex.
+
+    ``argmin_{p >= 0, sum p = 1} ||p - v||_2 = (v - theta)_+`` with
+    ``theta = (sum_{j <= rho} u_j - 1) / rho``, ``u`` = ``v`` sorted in
+    decreasing order and ``rho`` the largest ``j`` with
+    ``u_j > (sum_{i <= j} u_i - 1)/j`` (Held, Wolfe and Crowder 1974; Duchi,
+    Shalev-Shwartz, Singer and Chandra 2008).  ``O(k log k)``.
+    """
+    v = np.asarray(v, dtype=float)
+    if v.ndim != 1 or v.size == 0:
+        raise ValueError(f"v must be a nonempty 1-D array; got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("v must contain finite numbers only")
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u)
+    j = np.arange(1, v.size + 1)
+    cond = u * j > css - 1.0
+    rho = int(np.flatnonzero(cond)[-1]) + 1
+    theta = (css[rho - 1] - 1.0) / rho
+    p = np.maximum(v - theta, 0.0)
+    s = p.sum()
+    return p / s if s > 0 else np.full(v.size, 1.0 / v.size)
+
+
+def _em(A, AT, c, n, p0, tol, max_iter, history=None):
+    """SQUAREM-accelerated EM on observed columns; returns (p, evals, converged, gap).
+
+    ``gap`` is the certificate of the returned point.  ``history`` (a list), if
+    given, receives ``(evals, gap)`` pairs, used to predict the remaining cost.
+    """
+    inv_n = 1.0 / n
+
+    def g_of(q):
+        return (A @ (c / q)) * inv_n
+
+    def loglik(q):
+        with np.errstate(divide="ignore"):
+            return float(c @ np.log(q)) if np.all(q > 0) else -math.inf
+
+    def cert(g):
+        return n * math.log(max(float(g.max()), 1e-300))
+
+    p = p0
+    q = AT @ p
+    evals = 0
+    while True:
+        g = g_of(q)
+        gap = cert(g)
+        if history is not None:
+            history.append((evals, gap))
+        if gap <= tol:
+            return p * g, evals, True, max(gap, 0.0)
+        if evals >= max_iter:
+            return p * g, evals, False, gap
+        p1 = p * g
+        evals += 1
+        q1 = AT @ p1
+        g1 = g_of(q1)
+        gap1 = cert(g1)
+        if gap1 <= tol:
+            return p1 * g1, evals, True, max(gap1, 0.0)
+        p2 = p1 * g1
+        evals += 1
+        q2 = AT @ p2
+        if evals >= max_iter:
+            p, q = p2, q2
+            continue
+        r = p1 - p
+        v = p2 - p1 - r
+        vv = float(v @ v)
+        if vv <= 0.0:
+            p, q = p2, q2
+            continue
+        alpha = min(-math.sqrt(float(r @ r) / vv), -1.0)
+        pe = None
+        while alpha < -1.0:
+            cand = p - 2.0 * alpha * r + alpha * alpha * v
+            if cand.min() >= 0.0:
+                pe = cand
+                break
+            alpha = 0.5 * (alpha - 1.0)
+            if alpha > -1.0 - 1e-3:
+                break
+        if pe is None:
+            p, q = p2, q2
+            continue
+        pe = pe / pe.sum()
+        qe = AT @ pe
+        if loglik(qe) >= loglik(q2):
+            p, q = pe, qe
+        else:
+            p, q = p2, q2
+
+
+def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
+    r"""Primal log-barrier interior-point Newton method for the same MLE.
+
+    Maximizes ``F_mu(p) = sum_y c_y log (Q^T p)_y + mu sum_x log p_x`` on
+    ``sum p = 1`` for ``mu`` decreasing tenfold, each by damped Newton steps on
+    the KKT system ``[M 1; 1^T 0]`` with ``M = Q diag(c/q^2) Q^T + mu diag(1/p^2)``
+    (banded for window channels: sparse LU in natural order).  At the barrier
+    optimum ``g_x = (nu - mu/p_x)/n <= 1 + k mu / n``, so the certificate
+    ``n log max g <= k mu``; the same certificate as EM is checked on the
+    iterate, so nothing is taken on trust.  Returns (p, steps, converged, gap).
+    """
+    k = A.shape[0]
+    theta = 1e-3
+    p = (1.0 - theta) * p_start + theta / k
+    p /= p.sum()
+    mu = max(gap_start, tol) / k
+    ones = np.ones(k)
+    best = None
+    steps = 0
+
+    def F(p, mu):
+        q = AT @ p
+        if np.any(q <= 0) or np.any(p <= 0):
+            return -math.inf, q
+        return float(c @ np.log(q)) + mu * float(np.log(p).sum()), q
+
+    Fv, q = F(p, mu)
+    while steps < max_steps:
+        for _ in range(50):
+            steps += 1
+            w = c / (q * q)
+            G = A @ (c / q) + mu / p
+            if dense:
+                M = (A * w[None, :]) @ A.T
+                M[np.diag_indices(k)] += mu / (p * p)
+                try:
+                    sol = np.linalg.solve(M, np.column_stack([G, ones]))
+                except np.linalg.LinAlgError:
+                    break
+            else:
+                M = sp.csc_array(A @ sp.diags_array(w) @ AT + sp.diags_array(mu / (p * p)))
+                try:
+                    sol = spla.splu(M, permc_spec="NATURAL").solve(np.column_stack([G, ones]))
+                except RuntimeError:
+                    break
+            a, b = sol[:, 0], sol[:, 1]
+            d = a - (a.sum() / b.sum()) * b
+            dec = float(G @ d)  # predicted increase x 2 of F_mu along the Newton step
+            if not np.isfinite(dec) or dec <= 0.05 * tol or steps >= max_steps:
+                break
+            neg = d < 0
+            alpha = min(1.0, 0.99 * float(np.min(-p[neg] / d[neg]))) if neg.any() else 1.0
+            while alpha > 1e-12:
+                pn = p + alpha * d
+                Fn, qn = F(pn, mu)
+                if Fn >= Fv + 0.1 * alpha * dec:
+                    break
+                alpha *= 0.5
+            else:
+                break  # no progress possible at this mu (numerical floor)
+            p, q, Fv = pn, qn, Fn
+        g = (A @ (c / q)) / n
+        gap = n * math.log(max(float(g.max()), 1e-300))
+        if best is None or gap < best[1]:
+            best = (p * g, gap)
+        if gap <= tol:
+            return p * g, steps, True, max(gap, 0.0)
+        if k * mu < 1e-3 * tol:
+            break  # the barrier is negligible: further mu cannot help
+        mu /= 10.0
+        Fv, q = F(p, mu)
+    return best[0], steps, False, best[1]
+
+
+# EM evaluations before the solver considers switching to Newton.
+_EM_FIRST = 600
+# Smallest EM run between two predictions.
+_EM_RUN = 5000
+# Newton steps allowed in one finishing run.
+_NEWTON_STEPS = 120
+# Predicted Newton steps (the typical count) used to compare costs with EM.
+_NEWTON_TYPICAL = 60
+
+
+def _newton_cost(A, dense: bool) -> float:
+    """Flops of one Newton step: factorizing the k x k (banded) system."""
+    k = A.shape[0]
+    if dense:
+        return k**3 / 3.0 + 2.0 * k * k * A.shape[1]
+    coo = sp.coo_array(A)
+    if coo.nnz == 0:
+        return 0.0
+    lo = np.full(A.shape[0], np.iinfo(np.int64).max)
+    hi = np.full(A.shape[0], -1)
+    np.minimum.at(lo, coo.row, coo.col)
+    np.maximum.at(hi, coo.row, coo.col)
+    # rows x and x' couple in M when their column spans overlap: bandwidth in rows
+    order = np.argsort(lo, kind="stable")
+    reach = np.searchsorted(lo[order], hi[order], side="right") - np.arange(k)
+    bw = float(max(1, reach.max()))
+    return k * bw * bw + 2.0 * coo.nnz * bw
+
+
+def _mle(A, AT, c, n, k, tol, max_iter, dense):
+    """Maximum likelihood: SQUAREM EM, finished by Newton when that is predicted cheaper.
+
+    After a first EM run, the remaining EM cost is predicted from the observed
+    geometric rate of the certificate; EM continues (for twice the predicted
+    count) while that is cheaper than a typical Newton finish, else Newton runs
+    once, and EM takes whatever budget is left.  Returns
+    (p, em_evals, newton_steps, converged, gap).
+    """
+    p = np.full(k, 1.0 / k)
+    evals, steps, newton_tried = 0, 0, False
+    nnz = A.size if dense else A.nnz
+    newton_cost = None
+    budget = min(max_iter, _EM_FIRST)
+    while True:
+        hist = []
+        p, e, conv, gap = _em(A, AT, c, n, p, tol, budget, hist)
+        evals += e
+        if conv or evals >= max_iter:
+            return p, evals, steps, conv, gap
+        # predicted remaining EM evaluations from the second half of this run
+        half = [gp for ev, gp in hist if ev >= e // 2 and gp > 0]
+        rate = (gap / half[0]) ** (1.0 / max(1, e - e // 2)) if half and gap > 0 else 1.0
+        em_left = math.log(tol / gap) / math.log(rate) if 0 < rate < 1 else math.inf
+        if newton_cost is None:
+            newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
+        if not newton_tried and not (em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost):
+            newton_tried = True
+            p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense)
+            if conv_n:
+                return p_n, evals, steps, True, gap_n
+            if gap_n < gap:
+                p = p_n
+            budget = max_iter - evals
+        else:
+            # long runs: SQUAREM's path is erratic, so short re-predicted runs would thrash
+            budget = (min(max_iter - evals, max(int(2 * em_left) + 100, _EM_RUN))
+                      if math.isfinite(em_left) else max_iter - evals)
+
+
+def _smooth(p: np.ndarray, passes: int) -> np.ndarray:
+    """``S^passes p``: the ``(1, 2, 1)/4`` kernel, edge overflow kept on the end values.
+
+    ``S`` is symmetric and doubly stochastic (:mod:`sparseldp.estimation` docstring), so the sum of
+    ``p`` is preserved.  Vectorized over the domain; the loop is over passes.
+    """
+    for _ in range(passes):
+        out = 0.5 * p
+        out[1:] += 0.25 * p[:-1]
+        out[:-1] += 0.25 * p[1:]
+        out[0] += 0.25 * p[0]
+        out[-1] += 0.25 * p[-1]
+        p = out
+    return p
+
+
+def _ems(A, AT, c, n, k, tol, max_iter, passes):
+    """EM with smoothing: iterate ``p <- S^passes (p * g(p))`` from the uniform start.
+
+    Stops when the distance to the fixed point, estimated from the last step
+    and the observed linear rate (:mod:`sparseldp.estimation` docstring), is at most ``tol`` in
+    total variation.  Returns (p, evals, converged).
+    """
+    inv_n = 1.0 / n
+    p = np.full(k, 1.0 / k)
+    q = AT @ p
+    steps = []
+    for evals in range(1, max_iter + 1):
+        pn = _smooth(p * (A @ (c / q)) * inv_n, passes)
+        pn /= pn.sum()  # exact in exact arithmetic: keeps rounding from drifting
+        d = 0.5 * float(np.abs(pn - p).sum())
+        steps.append(d)
+        p = pn
+        if d <= _EMS_FLOOR:
+            return p, evals, True
+        if evals > _EMS_RATE_SPAN:
+            rho = (d / steps[-1 - _EMS_RATE_SPAN]) ** (1.0 / _EMS_RATE_SPAN)
+            if rho < 1.0 and d * rho / (1.0 - rho) <= tol:
+                return p, evals, True
+        q = AT @ p
+    return p, max_iter, False
+
+
+def _least_squares(model: _Model, f: np.ndarray) -> np.ndarray:
+    """``argmin ||Q^T p - f||_2`` (normal equations, sparse LU; lsqr if singular)."""
+    Q = model.unscaled()
+    if model.dense:
+        return np.linalg.lstsq(Q.T, f, rcond=None)[0]
+    G = sp.csc_array(Q @ Q.T)
+    rhs = Q @ f
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", spla.MatrixRankWarning)
+            sol = spla.splu(G).solve(rhs)
+        if np.all(np.isfinite(sol)):
+            return sol
+    except (RuntimeError, spla.MatrixRankWarning):
+        pass
+    return spla.lsqr(sp.csr_array(Q.T), f, atol=1e-14, btol=1e-14, iter_lim=50 * model.k)[0]
