@@ -13,7 +13,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
-from ..families import family_of
 from ..mechanisms import RadiusMechanism
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
@@ -215,8 +214,7 @@ def _model(mechanism, domain) -> _Model:
                 "the range of the true values"
             )
         lo, hi = check_domain(domain)
-        _, value = mechanism.parameter
-        ch = family_of(mechanism).channel(value, mechanism.s, (lo, hi), "extended")
+        ch = mechanism.to_channel((lo, hi), "extended")  # the protocol's conversion: any kernel
         return _Model(ch, lo, hi, repr(mechanism))
     if isinstance(mechanism, SparseChannel):
         if domain is None:
