@@ -35,7 +35,7 @@ from sparseldp.cli import main
 from sparseldp.compare import compare
 from sparseldp.composition import to_pld
 from sparseldp.estimation import estimate_frequencies, estimate_mean
-from sparseldp.finite_design import calibrate, design_finite
+from sparseldp.design.finite import calibrate, design_finite
 from sparseldp.io import column_counts
 from sparseldp.spec import load_spec
 

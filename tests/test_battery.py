@@ -1,7 +1,7 @@
 """One battery of checks for every randomizer of the shared table (tests/params.py).
 
 Everything here goes through the local-randomizer protocol only
-(:mod:`sparseldp.protocol`), against a naive oracle built from the
+(:mod:`sparseldp.core.protocol`), against a naive oracle built from the
 randomizer's own ``pmf``: dense rows over the outputs, the hockey-stick
 divergence summed directly over every ordered pair at most ``H`` apart.
 
@@ -21,7 +21,7 @@ import pytest
 from scipy import stats
 
 from params import EPS, H_VALUES, RANDOMIZERS
-from sparseldp.protocol import LocalRandomizer
+from sparseldp.core.protocol import LocalRandomizer
 
 ALPHA = 1e-6  # false-positive rate of each chi-square test
 N_SAMPLES = 20_000

@@ -12,7 +12,7 @@ import pytest
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.cli import main
 from sparseldp.design import design, smallest_support
-from sparseldp.finite_design import design_finite
+from sparseldp.design.finite import design_finite
 from sparseldp.spec import load_spec
 
 ACCOUNT_KEYS = {"laplace": ["family", "lam", "s", "eps", "H", "delta_star", "per_h", "r1", "r2", "guarantee"],

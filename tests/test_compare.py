@@ -51,7 +51,7 @@ def test_tv_is_recomputable_from_the_same_simulation():
     gen = np.random.default_rng(5)
     counts = gen.multinomial(2000, default_population(TARGET["domain"]))
     x = np.repeat(np.arange(16), counts)
-    from sparseldp.finite_design import calibrate
+    from sparseldp.design.finite import calibrate
     from sparseldp.sampling import sample_channel
 
     ch = calibrate("geometric-clamp", eps=1.0, delta=1e-2, H=2, domain=(0, 15)).channel
@@ -76,7 +76,7 @@ def test_population_and_prior():
 
 
 def test_infeasible_family_becomes_an_error_row(monkeypatch):
-    import sparseldp.finite_design as fd
+    from sparseldp.design import finite as fd  # sparseldp.design is also the function design()
 
     real = fd.calibrate
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import brute
 import sparseldp
 from sparseldp import Design, InfeasibleError, SparseGaussian, SparseLaplace, design, smallest_support
-from sparseldp.families import FAMILIES, get_family
-from sparseldp.finite_design import design_finite
+from sparseldp.core.families import FAMILIES, get_family
+from sparseldp.design.finite import design_finite
 
 
 def make(kind, param, s):
@@ -184,9 +184,9 @@ def _string_constants(tree):
             yield node
 
 
-@pytest.mark.parametrize("module", ["design.py", "finite_design.py", "_search.py"])
+@pytest.mark.parametrize("module", ["design/radius.py", "design/finite.py", "design/_search.py"])
 def test_designers_do_not_name_families(module):
-    """Families are looked up in the registry (sparseldp.families), never compared by name."""
+    """Families are looked up in the registry (sparseldp.core.families), never compared by name."""
     names = set(FAMILIES) | {n.capitalize() for n in FAMILIES}
     tree = ast.parse((SRC / module).read_text(encoding="utf-8"))
     found = [(node.lineno, node.value) for node in _string_constants(tree)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sparseldp import InfeasibleError, SparseChannel, smallest_support
 from sparseldp.baselines import FAMILIES
 from sparseldp import Design
-from sparseldp.finite_design import Calibration, calibrate, design_finite
+from sparseldp.design.finite import Calibration, calibrate, design_finite
 
 
 def brute_delta(Q, inputs, eps, H):

@@ -21,8 +21,8 @@ from scipy import stats
 import brute
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp import accounting as A
-from sparseldp._kernels import GaussianKernel, GeneralKernel, Kernel, LaplaceKernel, LogConcaveKernel
-from sparseldp.kernel_mechanism import SparseKernel
+from sparseldp.core.kernels import GaussianKernel, GeneralKernel, Kernel, LaplaceKernel, LogConcaveKernel
+from sparseldp.core.kernel_mechanism import SparseKernel
 
 ALPHA = 1e-6  # false-positive rate of the chi-square test
 EPS = [0.0, 0.3, 1.0, 3.0]

@@ -17,16 +17,16 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "sparseldp"
 
 #: Layer of every module (lower layers never import higher ones).
 LAYERS = {
-    0: ["errors", "_validation", "_rng", "_files", "protocol"],
-    1: ["_kernels"],
-    2: ["accounting", "bounds"],
+    0: ["errors", "_validation", "_rng", "_files", "core.protocol"],
+    1: ["core.kernels"],
+    2: ["core.accounting", "core.bounds"],
     3: ["sampling"],
     4: ["channel"],
-    5: ["mechanisms", "_search"],
-    6: ["families", "kernel_mechanism"],
-    7: ["baselines", "design", "composition"],
-    8: ["finite_design", "spec", "estimation"],
-    9: ["io", "compare", "reproduce", "demo_data"],
+    5: ["core.mechanisms", "design._search"],
+    6: ["core.families", "core.kernel_mechanism", "core"],  # "core" is core/__init__.py
+    7: ["baselines", "design.radius", "composition"],
+    8: ["design.finite", "spec", "estimation"],
+    9: ["design", "io", "compare", "reproduce", "demo_data"],
     10: ["figures", ""],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
     11: ["cli"],
     12: ["demo", "_entry"],
@@ -44,8 +44,11 @@ def _module_name(path: Path) -> str:
 
 
 def _top(name: str) -> str:
-    """The layer key of a module: its first component below the package (``cli.account`` -> ``cli``)."""
-    return name.split(".")[0] if name else ""
+    """The layer key of a module: its two first components below the package when they have a layer of
+    their own (``core.kernels``, ``design.finite``), else the first (``cli.account`` -> ``cli``)."""
+    parts = name.split(".") if name else [""]
+    two = ".".join(parts[:2])
+    return two if two in RANK else parts[0]
 
 
 def _imports(path: Path) -> set[str]:

@@ -306,9 +306,9 @@ def test_relative_accuracy_against_50_digit_arithmetic(kind, param, s, eps):
 def test_docstring_examples():
     import doctest
 
-    import sparseldp.mechanisms
+    import sparseldp.core.mechanisms
 
-    result = doctest.testmod(sparseldp.mechanisms, optionflags=doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(sparseldp.core.mechanisms, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= 2 and result.failed == 0
 
 
@@ -321,8 +321,8 @@ def test_core_imports_with_numpy_and_scipy_alone():
         "for m in ['matplotlib', 'pyarrow', 'typer', 'rich', 'mpmath', 'dp_accounting', 'opendp']:\n"
         "    sys.modules[m] = None\n"
         "import numpy as np, sparseldp\n"
-        "import sparseldp.sampling, sparseldp.bounds, sparseldp.channel, sparseldp.estimation\n"
-        "import sparseldp.baselines, sparseldp.finite_design, sparseldp.spec\n"
+        "import sparseldp.sampling, sparseldp.core.bounds, sparseldp.channel, sparseldp.estimation\n"
+        "import sparseldp.baselines, sparseldp.design.finite, sparseldp.spec\n"
         "m = sparseldp.SparseLaplace(lam=1, s=5)\n"
         "assert m.sample(np.arange(5)).shape == (5,)\n"
         "assert m.certify(1.0, 2).delta_star_upper >= m.delta_star(1.0, 2)\n"

@@ -10,7 +10,7 @@ import pytest
 
 from sparseldp import SparseChannel, SparseGaussian, SparseLaplace
 from sparseldp.baselines import randomized_response
-from sparseldp.protocol import PROTOCOL_METHODS, LocalRandomizer
+from sparseldp.core.protocol import PROTOCOL_METHODS, LocalRandomizer
 
 MECHS = [SparseLaplace(lam=0.5, s=7), SparseGaussian(sigma=1.5, s=9)]
 DOMAIN = (0, 12)

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 import brute
 from sparseldp import InfeasibleError, SparseChannel, SparseGaussian, SparseLaplace, design, smallest_support
 from sparseldp import accounting
-from sparseldp.finite_design import design_finite
+from sparseldp.design.finite import design_finite
 
 #: Documented bound on |nearest value - exact| (delta, defect fields, delta_star): NEAR_ABS + GAP_EPS * eps.
 NEAR_ABS = 4e-15
@@ -377,7 +377,7 @@ def test_design_finite_certificate_clipped():
 
 
 # ---------------------------------------------------------------------------
-# the closed-form upper bounds of sparseldp.bounds
+# the closed-form upper bounds of sparseldp.core.bounds
 # ---------------------------------------------------------------------------
 def test_clean_bounds_are_upper_bounds_at_the_rounding_edge():
     from sparseldp import bounds

@@ -5,24 +5,26 @@ value ``x`` as a random ``y`` from a small window around it, with a discrete
 Laplace or Gaussian kernel; exact ``(eps, delta)`` accounting, design from a
 target, certified sampling and estimation from reports.
 
-The core (mechanisms, accounting, bounds, design, channels, sampling,
-estimation) needs only numpy and scipy; the CLI, figures and file I/O need the
-``cli`` extra.
+The core, channels, design, sampling and estimation need only numpy and
+scipy; the CLI, figures and file I/O need the ``cli`` extra.
 
-Layout (imports point down this list, never up)::
+Layout (subpackages; imports point down this list, never up, checked by
+tests/test_layers.py)::
 
-    cli/          command line (typer + rich)      -> everything below
-    io, figures   files (pyarrow/csv), plots       -> estimation, sampling, spec
-    compare       baselines side by side           -> estimation, design, baselines
-    estimation    frequencies and means from reports -> channel
-    spec          mechanism spec files (JSON)      -> mechanisms, channel
-    sampling      exact integer-threshold samplers -> mechanisms, channel
-    design        smallest support, joint optimum  -> bounds, mechanisms
-    bounds        the paper's closed-form bounds   -> mechanisms
-    baselines     k-RR, geometric, discrete Gaussian channels -> channel
-    channel       general finite channels (Theorems 2, 5)
-    mechanisms    SparseLaplace, SparseGaussian    -> accounting
-    accounting    exact defects (Theorems 3, 9)    -> _kernels
+    cli/          command line (typer + rich), one module per command
+    figures, io/  plots; streamed CSV/Parquet privatization and counting
+    compare, reproduce, spec   baselines side by side; the paper's tables; spec files
+    estimation/   frequencies and means from reports (counts, model, solvers, mean)
+    design/       smallest support and joint optimum on Z (radius) and finite domains (finite)
+    baselines, composition     k-RR / geometric / discrete Gaussian channels; PLD export
+    core/         families registry, mechanisms on Z (Laplace, Gaussian, general kernel)
+    channel/      finite channels: construction, exact pairwise accounting, rigorous bounds
+    sampling/     exact integer-threshold samplers and their certificates
+    core/         accounting and bounds (Theorems 3 and 9; 4, 5, 10, 11) over the kernels
+    core/         kernels: the declared interface and its implementations
+
+(``core`` appears three times: its modules sit below and above channels and
+sampling, which know mechanisms only through the protocol.)
 """
 
 from __future__ import annotations
@@ -30,33 +32,37 @@ from __future__ import annotations
 import importlib
 
 from .errors import InfeasibleError
-from .mechanisms import SparseGaussian, SparseLaplace
-from .design import Design, design, smallest_support  # eager: the function shadows the module name
+from .core.mechanisms import SparseGaussian, SparseLaplace
+from .design.radius import Design, design, smallest_support  # eager: the function shadows the module name
 
 __version__ = "0.1.0"
 
 # Public names served lazily from their modules, so that importing sparseldp
 # stays light and each layer loads only when used.
-_LAZY = {
-    "SparseChannel": "channel",
-    "SparseKernel": "kernel_mechanism",
-    "estimate_frequencies": "estimation",
-    "estimate_mean": "estimation",
-    "MeanEstimate": "estimation",
-    "FrequencyEstimate": "estimation",
-    "design_finite": "finite_design",
-    "calibrate": "finite_design",
-    "to_pld": "composition",
-    "bounds": None,
-    "accounting": None,
-    "sampling": None,
-    "estimation": None,
-    "baselines": None,
-    "channel": None,
-    "spec": None,
-    "io": None,
-    "reproduce": None,
-    "figures": None,
+_LAZY = {  # name -> (module, attribute or None for the module itself)
+    "SparseChannel": ("channel", "SparseChannel"),
+    "SparseKernel": ("core.kernel_mechanism", "SparseKernel"),
+    "estimate_frequencies": ("estimation", "estimate_frequencies"),
+    "estimate_mean": ("estimation", "estimate_mean"),
+    "MeanEstimate": ("estimation", "MeanEstimate"),
+    "FrequencyEstimate": ("estimation", "FrequencyEstimate"),
+    "design_finite": ("design.finite", "design_finite"),
+    "calibrate": ("design.finite", "calibrate"),
+    "to_pld": ("composition", "to_pld"),
+    "bounds": ("core.bounds", None),
+    "accounting": ("core.accounting", None),
+    "mechanisms": ("core.mechanisms", None),
+    "families": ("core.families", None),
+    "protocol": ("core.protocol", None),
+    "finite_design": ("design.finite", None),
+    "sampling": ("sampling", None),
+    "estimation": ("estimation", None),
+    "baselines": ("baselines", None),
+    "channel": ("channel", None),
+    "spec": ("spec", None),
+    "io": ("io", None),
+    "reproduce": ("reproduce", None),
+    "figures": ("figures", None),
 }
 
 __all__ = [
@@ -67,8 +73,9 @@ __all__ = [
 
 def __getattr__(name: str):
     if name in _LAZY:
-        module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
-        value = module if _LAZY[name] is None else getattr(module, name)
+        module_name, attr = _LAZY[name]
+        module = importlib.import_module(f".{module_name}", __name__)
+        value = module if attr is None else getattr(module, attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'sparseldp' has no attribute {name!r}")

@@ -2,7 +2,7 @@ r"""Baselines and the sparse mechanisms side by side, under one exact accountant
 
 For a target ``(eps, delta)`` on range ``H`` over a domain ``a..b``,
 :func:`compare` calibrates every family of :data:`COMPARE_FAMILIES` with
-:func:`sparseldp.finite_design.calibrate` -- all are channels on the same
+:func:`sparseldp.design.finite.calibrate` -- all are channels on the same
 domain, accounted by the same exact code (:meth:`SparseChannel.delta`,
 Theorem 2) -- and reports for each:
 
@@ -164,7 +164,7 @@ class Comparison:
 def _check_population(population, k: int) -> np.ndarray | None:
     if population is None:
         return None
-    from .finite_design import _check_prior
+    from .design.finite import _check_prior
 
     return _check_prior(population, k, "population")
 
@@ -215,7 +215,7 @@ def compare(*, eps, delta, H, domain, n=100_000, population=None, families=None,
     """
     from .baselines import FAMILIES
     from .estimation import ConvergenceWarning, estimate_frequencies_full
-    from .finite_design import _check_target, calibrate
+    from .design.finite import _check_target, calibrate
     from .sampling import sample_channel
 
     eps, delta, H, domain = _check_target(eps, delta, H, domain)

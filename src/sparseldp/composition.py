@@ -62,7 +62,7 @@ def log_pmf_pair(mechanism, h=None, *, x=None, x_prime=None) -> tuple[dict, dict
     (never ``log(pmf)``).
     """
     from .channel import SparseChannel
-    from .mechanisms import RadiusMechanism
+    from .core.mechanisms import RadiusMechanism
 
     if isinstance(mechanism, RadiusMechanism):
         if x is not None or x_prime is not None:
@@ -137,7 +137,7 @@ def to_pld(mechanism, h=None, *, x=None, x_prime=None, value_discretization_inte
     >>> abs(d1 - float(SparseLaplace(lam=0.5, s=7).delta_h(1.0, 3))) < 1e-3
     True
     """
-    from .mechanisms import RadiusMechanism
+    from .core.mechanisms import RadiusMechanism
 
     vdi = check_positive(value_discretization_interval, "value_discretization_interval")
     upper, lower = log_pmf_pair(mechanism, h, x=x, x_prime=x_prime)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .cli import main as cli
-from .families import get_family
+from .core.families import get_family
 
 OUT = Path("demo-output")
 

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .families import get_family
+from .core.families import get_family
 from .reproduce import EXPERIMENTS, ROMAN, compute_table, write_files
 
 __all__ = [

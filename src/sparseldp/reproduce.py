@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._files import atomic_write, atomic_write_all, ensure_directory
-from .families import get_family
+from .core.families import get_family
 
 __all__ = [
     "Experiment",

@@ -55,7 +55,7 @@ from ._validation import (
     check_positive,
     check_probability,
 )
-from .families import FAMILIES, get_family
+from .core.families import FAMILIES, get_family
 
 __all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "MAX_SPEC_BYTES", "CLAIM_RTOL"]
 
@@ -123,7 +123,7 @@ class Spec:
 
     @property
     def mechanism(self):
-        """The mechanism on Z of the spec's family (:mod:`sparseldp.families`)."""
+        """The mechanism on Z of the spec's family (:mod:`sparseldp.core.families`)."""
         return get_family(self.family).make(self.param, self.s)
 
     def channel(self):

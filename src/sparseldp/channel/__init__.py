@@ -58,7 +58,7 @@ probability of row ``x`` is within relative (resp. absolute) error
 one (derivations at :func:`_log_normalize_bounds` and the constructors).
 :meth:`SparseChannel.delta_star_upper` turns these into a rigorous upper bound
 per pair (:func:`_pair_upper`), and every certified answer (``epsilon``,
-``is_ldp``, :mod:`sparseldp.finite_design`) compares that bound with its
+``is_ldp``, :mod:`sparseldp.design.finite`) compares that bound with its
 target.
 
 Layout (imports point down this list, never up; nothing here imports the

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._kernels import GaussianKernel, LaplaceKernel
+from ..core.kernels import GaussianKernel, LaplaceKernel
 from .._validation import (
     broadcast,
     check_eps_array,
@@ -24,7 +24,7 @@ from .._validation import (
     check_positive,
     check_probability,
 )
-from ..accounting import Defect, delta_profile
+from ..core.accounting import Defect, delta_profile
 from ..sampling import certify_channel, channel_sampling_pmf, sample_channel
 from .construct import (
     _NEG_INF,
@@ -332,7 +332,7 @@ class SparseChannel(_ChannelStore):
         shape.  ``0.0`` when no pair is in range.  Rounded to nearest, so it
         may lie slightly below the exact value (measured within ``3e-16`` on
         600 random channels; the window channels inherit the kernels' accuracy,
-        see :mod:`sparseldp.accounting`); :meth:`delta_star_upper` is the
+        see :mod:`sparseldp.core.accounting`); :meth:`delta_star_upper` is the
         rigorous counterpart.  Cost ``O(P w)`` for ``P`` pairs in range and rows of width
         ``w`` (e.g. ``n H s``), with working memory ``O(n w)``; it stops early
         once the defect reaches 1.

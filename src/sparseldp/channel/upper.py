@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from ..accounting import epsilon_for_delta
+from ..core.accounting import epsilon_for_delta
 from ..errors import InfeasibleError
 from .construct import _BETA, _NEG_INF, _U
 from .flat import _FlatBlock

@@ -1,7 +1,7 @@
 """Argument checks shared by the channel constructors and the modules above them.
 
 ``check_domain``, ``check_window`` and ``check_entries`` are also used by
-:mod:`sparseldp.baselines`, :mod:`sparseldp.finite_design`, :mod:`sparseldp.spec`
+:mod:`sparseldp.baselines`, :mod:`sparseldp.design.finite`, :mod:`sparseldp.spec`
 and the CLI; ``_labels`` validates the input / output labels of a channel.
 """
 

@@ -29,7 +29,7 @@ from typer.exceptions import TyperException
 
 from .._files import atomic_write, atomic_write_all, ensure_directory  # noqa: F401 (re-exported)
 from .._validation import check_positive
-from ..families import family_names, get_family
+from ..core.families import family_names, get_family
 
 __all__ = [
     "MAX_H_ACCOUNT",
@@ -189,7 +189,7 @@ def _refuse_repeats(command, args) -> None:
 
 
 def check_family(family) -> str:
-    """A registered family name (case-insensitive, :mod:`sparseldp.families`); ``ValueError`` otherwise."""
+    """A registered family name (case-insensitive, :mod:`sparseldp.core.families`); ``ValueError`` otherwise."""
     if not isinstance(family, str):
         raise ValueError(f"--family must be one of {', '.join(FAMILIES)}; got {family!r}")
     return get_family(family).name

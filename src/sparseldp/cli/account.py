@@ -39,7 +39,7 @@ from pathlib import Path
 from ._common import MAX_H_ACCOUNT, Command, build_mechanism, check_family, fmt, print_json, stdout_console, \
     to_jsonable
 from .._validation import check_int, check_nonnegative
-from ..accounting import delta_profile
+from ..core.accounting import delta_profile
 
 __all__ = ["account", "account_rows", "FULL_TABLE_ROWS"]
 

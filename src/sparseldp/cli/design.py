@@ -7,7 +7,7 @@ distortion-optimal for it, Theorems 6 and 12); without, the jointly optimal
 ``(s, lam)`` / ``(s, sigma)`` minimizing ``R1`` or ``R2`` (``--objective``).
 
 With ``--domain lo:hi`` the mechanism is designed for that finite input
-domain (:func:`sparseldp.finite_design.design_finite`), accounted exactly with
+domain (:func:`sparseldp.design.finite.design_finite`), accounted exactly with
 the general Theorem 2 / 8 for ``--window clipped`` (outputs stay in the
 domain; the default) or ``extended`` (outputs ``lo - t .. hi + t``), and
 ``R1``/``R2`` are averages over a uniform input.
@@ -37,7 +37,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
-from ..families import get_family
+from ..core.families import get_family
 from ._common import MAX_H_DESIGN, Command, check_family, check_output, family_param, fmt, print_json, \
     stdout_console, warn
 
@@ -99,7 +99,7 @@ def design_command(
 ) -> None:
     """Smallest support meeting (eps, delta) on range H, and the best lam/sigma when none is given."""
     from .._validation import check_int, check_nonnegative, check_probability
-    from ..design import design
+    from ..design.radius import design
 
     family = check_family(family)
     _, param = family_param(family, lam=lam, sigma=sigma, required=False)  # wrong-family option -> one clear line
@@ -127,7 +127,7 @@ def design_command(
         warn("delta = 1 certifies nothing: every mechanism meets it, including the identity (s = 1), which "
              "publishes the raw value")
     if domain is not None:
-        from ..finite_design import design_finite
+        from ..design.finite import design_finite
         from ._common import parse_domain
 
         d = design_finite(family, eps=eps, delta=delta, H=H, domain=parse_domain(domain),

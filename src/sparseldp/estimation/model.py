@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
-from ..mechanisms import RadiusMechanism
+from ..core.mechanisms import RadiusMechanism
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...

@@ -129,7 +129,7 @@ list (each module imports only modules listed below it):
   samplers use.
 
 Bits come from :mod:`sparseldp._rng`.  Mechanisms and channels are known by
-protocol only: nothing here imports :mod:`sparseldp.mechanisms` or
+protocol only: nothing here imports :mod:`sparseldp.core.mechanisms` or
 :mod:`sparseldp.channel`.
 """
 

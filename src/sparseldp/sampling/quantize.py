@@ -9,7 +9,7 @@ table the sampler (:mod:`.sampler`) reads; :func:`sampling_tables` builds and
 caches it, :func:`sampling_pmf` returns the realized pmf as Fractions.
 
 A mechanism is known by protocol (``t``, ``s`` and a kernel with
-``decimal_weights``), never by importing :mod:`sparseldp.mechanisms`.
+``decimal_weights``), never by importing :mod:`sparseldp.core.mechanisms`.
 """
 
 from __future__ import annotations

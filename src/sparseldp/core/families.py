@@ -12,13 +12,13 @@ laplace    ``lam``    ``lam`` smaller     :class:`~sparseldp.SparseLaplace`
 gaussian   ``sigma``  ``sigma`` larger    :class:`~sparseldp.SparseGaussian`
 =========  =========  ==================  ================================
 
-The designers (:mod:`sparseldp.design`, :mod:`sparseldp.finite_design`) take
+The designers (:mod:`sparseldp.design`, :mod:`sparseldp.design.finite`) take
 what they need to search a family's parameter from its :class:`DesignSearch`
 (search ranges, the bound past which nothing is feasible, the radii where the
 kernel's truncation is negligible) and the parameter itself through
 :meth:`Family.resolve_param` (``param=`` or the family's own keyword).
 
->>> from sparseldp.families import get_family
+>>> from sparseldp.core.families import get_family
 >>> f = get_family("Laplace")
 >>> f.param, f.make(0.5, 7)
 ('lam', SparseLaplace(lam=0.5, s=7))
@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from ._kernels import GAUSSIAN_MAX_S
-from ._validation import MAX_S, check_positive
+from .kernels import GAUSSIAN_MAX_S
+from .._validation import MAX_S, check_positive
 from .mechanisms import SparseGaussian, SparseLaplace
 
 __all__ = ["Family", "DesignSearch", "FAMILIES", "get_family", "family_of", "family_names", "family_with_param"]
@@ -39,11 +39,11 @@ __all__ = ["Family", "DesignSearch", "FAMILIES", "get_family", "family_of", "fam
 
 @dataclass(frozen=True)
 class DesignSearch:
-    """What the designers (:mod:`sparseldp.design`, :mod:`sparseldp.finite_design`) need to know
+    """What the designers (:mod:`sparseldp.design`, :mod:`sparseldp.design.finite`) need to know
     about a family to search its parameter; every callable is exact arithmetic, no search state.
 
     The *good end* of a range is its less private end (less distortion); the
-    designers start there (:func:`sparseldp._search.extreme_feasible`).
+    designers start there (:func:`sparseldp.design._search.extreme_feasible`).
 
     Attributes
     ----------
@@ -130,7 +130,7 @@ class Family:
 
     def channel(self, value, s: int, domain, window: str = "extended"):
         """The family's channel on a finite ``domain`` with ``extended`` or ``clipped`` windows."""
-        from .channel import SparseChannel
+        from ..channel import SparseChannel
 
         # SparseChannel names its constructor after the family (SparseChannel.laplace, .gaussian)
         build = getattr(SparseChannel, self.name)

@@ -28,7 +28,7 @@ O(t) (Gaussian) or O(1) (Laplace) set-up, never O(H s).
 
 Which way the numbers err
 -------------------------
-All sums are carried in log space (:mod:`sparseldp._kernels`).  Two kinds of
+All sums are carried in log space (:mod:`sparseldp.core.kernels`).  Two kinds of
 value come out of the same formulas:
 
 * :func:`defect_parts` / :func:`delta_profile` (``mode="near"``): ordinary
@@ -54,8 +54,8 @@ value come out of the same formulas:
 
 Kernels without the prefix structure (the generic path)
 -------------------------------------------------------
-Kernels that are not a :class:`~sparseldp._kernels.LogConcaveKernel` (e.g.
-:class:`~sparseldp._kernels.GeneralKernel`: staircases, zeros inside the
+Kernels that are not a :class:`~sparseldp.core.kernels.LogConcaveKernel` (e.g.
+:class:`~sparseldp.core.kernels.GeneralKernel`: staircases, zeros inside the
 window) are accounted by summing the definition directly:
 ``C_t delta_h = sum_{y=-t}^{t} [w(|y|) - e^eps w(|y - h|)]_+`` with
 ``w(|y - h|) = 0`` off ``S(h)``, so the terms with ``y < h - t`` are the support
@@ -67,7 +67,7 @@ over (eps, h) pairs; log-concavity is never used.  Every kernel offers it
   ``u (w(y) + e^eps w(y-h))``, so the value is within a few ``u`` of the exact
   one relative to ``C_t`` (plus the kernel's own weight rounding).
 * ``"up"`` (``"dn"``): rigorous.  The kernel gives elementwise bounds on its
-  weights (:meth:`~sparseldp._kernels.Kernel.weights`, exact for a general
+  weights (:meth:`~sparseldp.core.kernels.Kernel.weights`, exact for a general
   kernel); ``e^eps`` is enclosed by ``exp_dn``/``exp_up`` (exactly 1 at
   ``eps = 0``); each term ``a - e^eps b`` is formed with the product rounded
   inward and the difference outward (``np.nextafter``); each sum of ``n``
@@ -85,8 +85,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels import LogConcaveKernel, _exp_dn, _exp_up, bounded_sum, dn, normalizer_bound, up
-from .errors import InfeasibleError
+from .kernels import LogConcaveKernel, _exp_dn, _exp_up, bounded_sum, dn, normalizer_bound, up
+from ..errors import InfeasibleError
 
 __all__ = [
     "Defect",
@@ -257,7 +257,7 @@ def _sum2(a, b, mode):
 def defect_parts(kernel, eps, h, *, method: str = "auto"):
     """Return ``(total, support_leakage, overlap)`` arrays broadcast over ``eps`` and ``h``.
 
-    ``kernel`` is a :class:`sparseldp._kernels.Kernel`; ``eps`` float array >= 0,
+    ``kernel`` is a :class:`sparseldp.core.kernels.Kernel`; ``eps`` float array >= 0,
     ``h`` int64 array >= 0.  Exactly 1.0 (all leakage) for ``h > 2t`` and 0.0
     for ``h = 0``.  Round-to-nearest values (module docstring: not a bound).
     ``method="auto"`` uses the closed forms for log-concave kernels and the

@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from ._kernels import GaussianKernel, LaplaceKernel, dn, exp_up, log_up, up
-from ._validation import (
+from .kernels import GaussianKernel, LaplaceKernel, dn, exp_up, log_up, up
+from .._validation import (
     check_bool,
     check_int,
     check_int_array,

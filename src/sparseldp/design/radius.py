@@ -62,13 +62,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_probability
-from ._kernels import dn, exp_dn, up
-from .accounting import defect_bounds
+from .._validation import check_int, check_nonnegative, check_probability
+from ..core.kernels import dn, exp_dn, up
+from ..core.accounting import defect_bounds
 from ._search import extreme_feasible, scan_radii
-from .errors import InfeasibleError
-from .families import Family, family_of, get_family
-from .mechanisms import SparseGaussian, SparseLaplace
+from ..errors import InfeasibleError
+from ..core.families import Family, family_of, get_family
+from ..core.mechanisms import SparseGaussian, SparseLaplace
 
 __all__ = ["Design", "design", "smallest_support"]
 
@@ -78,13 +78,13 @@ class Design:
     """A designed mechanism with its certificate, on Z or on a finite domain.
 
     :func:`design` and :func:`smallest_support` design on Z;
-    :func:`sparseldp.finite_design.design_finite` returns the same type for a
+    :func:`sparseldp.design.finite.design_finite` returns the same type for a
     finite domain ``a..b``, with ``domain``, ``window`` and ``channel`` set.
 
     Attributes
     ----------
     family : str
-        Registry name (:mod:`sparseldp.families`).
+        Registry name (:mod:`sparseldp.core.families`).
     mechanism : SparseLaplace or SparseGaussian
         The mechanism on Z with the designed parameter and ``s`` (on a finite
         domain: the Z mechanism whose rows the channel's windows are cut from).
@@ -176,8 +176,8 @@ class Design:
 
 def _delta_star(fam: Family, param, t, eps, H, delta) -> float:
     """``delta_star`` of the radius-``t`` mechanism for the test ``<= delta``: the rigorous upper
-    bound whenever it matters (:func:`sparseldp.accounting.certified_delta_star`)."""
-    from .accounting import certified_delta_star
+    bound whenever it matters (:func:`sparseldp.core.accounting.certified_delta_star`)."""
+    from ..core.accounting import certified_delta_star
 
     return certified_delta_star(fam.make(param, 2 * t + 1).kernel, eps, H, delta)
 
@@ -249,12 +249,12 @@ def smallest_support(family, *, eps, delta, H, param=None, lam=None, sigma=None)
     """The smallest odd ``s`` with ``delta_star_upper(eps, H) <= delta`` (a certified size).
 
     ``param`` is the family's kernel parameter (its name in the registry,
-    :mod:`sparseldp.families`: ``lam`` for Laplace, ``sigma`` for Gaussian);
+    :mod:`sparseldp.core.families`: ``lam`` for Laplace, ``sigma`` for Gaussian);
     ``lam=`` / ``sigma=`` are accepted spellings of it.  Another family's
     spelling, or ``param`` together with the spelling, is a ``ValueError``.
 
     Not the sufficient size of Corollary 2 / Corollary 4 (see
-    :mod:`sparseldp.bounds`), but the true minimum, found by exponential and
+    :mod:`sparseldp.core.bounds`), but the true minimum, found by exponential and
     binary search on the radius; correct because ``delta_star`` is
     nonincreasing in ``s`` (module lemma).  Feasibility is tested with the
     rigorous upper bound, so the exact ``delta_star`` at the returned size is
@@ -325,7 +325,7 @@ def _extreme_param(fam: Family, t, eps, delta, H, good, other, *, ngrid=24, know
     feasible lam (Laplace), the smallest feasible sigma (Gaussian).
 
     ``delta_star`` is U-shaped in the kernel parameter (Tables III-IV), so the
-    search (:func:`sparseldp._search.extreme_feasible`) scans a log grid from
+    search (:func:`sparseldp.design._search.extreme_feasible`) scans a log grid from
     the good end, refines around the grid minimum by golden section if needed,
     and bisects towards the good end.  ``known`` (feasible at a smaller radius,
     hence here: feasible sets are nested in t by the module lemma) skips the
@@ -340,7 +340,7 @@ def _limit_param(fam: Family, eps, delta, H, bound):
     """The extreme feasible parameter of the s -> infinity limit (up to float rounding).
 
     The radii where the kernel's truncation is negligible are the family's
-    (:attr:`DesignSearch.limit <sparseldp.families.DesignSearch>`): Laplace at
+    (:attr:`DesignSearch.limit <sparseldp.core.families.DesignSearch>`): Laplace at
     one radius where the omitted tail is below e^-700 of the mass; Gaussian at
     radii grown to 40 sigma + H, past which every kernel value is exactly zero
     in double precision.

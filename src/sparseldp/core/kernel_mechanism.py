@@ -5,9 +5,9 @@ the integers for any weights ``w(0), ..., w(t)`` (nonnegative, finite,
 ``w(0) > 0``), ``C_t = w(0) + 2 sum_{j=1}^t w(j)``.  Definition 1 of the paper
 allows any nonnegative weight; the closed forms of Theorems 3 and 9 need a
 log-concave kernel, so this mechanism is accounted by the generic path of
-:mod:`sparseldp.accounting` (a direct sum over the window, exact up to
+:mod:`sparseldp.core.accounting` (a direct sum over the window, exact up to
 rounding, with rigorous upper bounds): staircases and zeros inside the window
-are fine.  Everything :class:`~sparseldp.mechanisms.RadiusMechanism` offers
+are fine.  Everything :class:`~sparseldp.core.mechanisms.RadiusMechanism` offers
 works on it.
 """
 
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._kernels import MAX_KERNEL_S, GeneralKernel, check_weights
-from ._validation import check_odd_s
+from .kernels import MAX_KERNEL_S, GeneralKernel, check_weights
+from .._validation import check_odd_s
 from .mechanisms import RadiusMechanism
 
 __all__ = ["SparseKernel"]

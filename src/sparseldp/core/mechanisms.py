@@ -16,7 +16,7 @@ The privacy range ``H`` (Definition 7) is the largest separation protected:
 ``1 <= h <= H``.
 
 A mechanism is a frozen, validated value; computing things about it lives in
-:mod:`sparseldp.accounting`.
+:mod:`sparseldp.core.accounting`.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from functools import cached_property
 
 import numpy as np
 
-from . import accounting, sampling
-from .channel import SparseChannel, check_domain, check_window
-from ._kernels import GAUSSIAN_MAX_S, GaussianKernel, LaplaceKernel, check_gaussian_s
-from ._validation import (
+from . import accounting
+from .. import sampling
+from ..channel import SparseChannel, check_domain, check_window
+from .kernels import GAUSSIAN_MAX_S, GaussianKernel, LaplaceKernel, check_gaussian_s
+from .._validation import (
     INT64_MAX,
     INT64_MIN,
     MAX_S,
@@ -115,7 +116,7 @@ class RadiusMechanism:
         Rounded to nearest, not a bound: each field may lie slightly *below* or
         above the exact value (measured: within ``1.3e-15`` absolute, plus about
         ``1e-17 eps`` for the Gaussian family with very large ``eps``; see
-        :mod:`sparseldp.accounting`).  Certify with :meth:`delta_h_upper` /
+        :mod:`sparseldp.core.accounting`).  Certify with :meth:`delta_h_upper` /
         :meth:`delta_star_upper`.
         """
         e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))
@@ -154,7 +155,7 @@ class RadiusMechanism:
         only when the exact value is 0 (``h = 0``).  At most about ``2.5e-14``
         above the exact value (measured; plus about ``2.5e-16 eps`` for the
         Gaussian family).  Computed with outward rounding and a priori bounds
-        on the kernel sums (see :mod:`sparseldp._kernels`); broadcasts like
+        on the kernel sums (see :mod:`sparseldp.core.kernels`); broadcasts like
         :meth:`delta_h`.
         """
         e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))

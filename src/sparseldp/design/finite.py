@@ -57,11 +57,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int, check_nonnegative, check_probability
+from .._validation import check_int, check_nonnegative, check_probability
 from ._search import extreme_feasible, scan_radii
-from .design import Design, check_objective
-from .errors import InfeasibleError
-from .families import Family, family_with_param, get_family
+from .radius import Design, check_objective
+from ..errors import InfeasibleError
+from ..core.families import Family, family_with_param, get_family
 
 __all__ = ["Calibration", "design_finite", "calibrate"]
 
@@ -136,7 +136,7 @@ class Calibration:
 # checks and helpers
 # ---------------------------------------------------------------------------
 def _check_target(eps, delta, H, domain):
-    from .channel import check_domain, check_entries
+    from ..channel import check_domain, check_entries
 
     eps = check_nonnegative(eps, "eps")
     delta = check_probability(delta, "delta")
@@ -188,7 +188,7 @@ def _certified(channel, eps, H, delta) -> float:
     """For searches: ``<= delta`` only if ``channel.delta_star_upper(eps, H)`` is.
 
     The nearest ``delta`` is tried first and returned when it exceeds the target
-    by more than any rounding error (as :func:`sparseldp.accounting.certified_delta_star`).
+    by more than any rounding error (as :func:`sparseldp.core.accounting.certified_delta_star`).
     """
     near = float(channel.delta(eps, H))
     if near > delta + 1e-12 + 1e-14 * eps + 1e-9 * delta:
@@ -197,7 +197,7 @@ def _certified(channel, eps, H, delta) -> float:
 
 
 def _extreme(delta_of, target, good, other, *, known=None):
-    """See :func:`sparseldp._search.extreme_feasible` (log grid, golden section, bisection)."""
+    """See :func:`sparseldp.design._search.extreme_feasible` (log grid, golden section, bisection)."""
     return extreme_feasible(delta_of, target, good, other, known=known, ngrid=_GRID)
 
 
@@ -220,7 +220,7 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
         What the joint design minimizes (averaged over ``prior``).
     param : float, optional
         Fix the kernel parameter (the registry's name for it,
-        :mod:`sparseldp.families`: ``lam`` for Laplace, ``sigma`` for
+        :mod:`sparseldp.core.families`: ``lam`` for Laplace, ``sigma`` for
         Gaussian): then only ``s`` is chosen, the smallest feasible one (exact).
     lam, sigma : float, optional
         Accepted spellings of ``param``; another family's spelling, or both
@@ -243,7 +243,7 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
         ``b - a`` checked; extended: the proof of :func:`sparseldp.smallest_support`),
         or no ``(s, param)`` on the search grid works.
     """
-    from .channel import check_window
+    from ..channel import check_window
 
     fam = get_family(family)
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
@@ -268,7 +268,7 @@ def _finish(fam: Family, param, t, eps, delta, H, domain, window, objective, w, 
 
 
 def _design_extended(fam: Family, given, eps, delta, H, domain, objective, w):
-    from .design import design, smallest_support
+    from .radius import design, smallest_support
 
     a, b = domain
     Hd = min(H, b - a)
@@ -300,7 +300,7 @@ def _z_infeasible(fam: Family, param, t, eps, delta, H, span) -> bool:
     """
     if 2 * t + H > span:
         return False
-    from .accounting import delta_profile
+    from ..core.accounting import delta_profile
 
     m = fam.make(param, 2 * t + 1)
     return float(delta_profile(m.kernel, eps, H, "dn")[0]) > delta
@@ -389,8 +389,8 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
     ``prior`` (uniform by default).  Returns a :class:`Calibration` for every
     family (the sparse ones too), so that all rows read alike.
     """
-    from .baselines import FAMILIES
-    from .channel import check_window
+    from ..baselines import FAMILIES
+    from ..channel import check_window
 
     if not isinstance(family_name, str):
         raise TypeError(f"family_name must be one of {sorted(FAMILIES)}; got {type(family_name).__name__} "

@@ -10,7 +10,7 @@ accounting that log-concavity allows:
 * Gaussian (Definition 13): ``log w(k) = -k^2 / (2 sigma^2)``;
 
 and :class:`GeneralKernel` takes any weights ``w(0..t)`` and is accounted by
-the generic path of :mod:`sparseldp.accounting` (no shape assumed).
+the generic path of :mod:`sparseldp.core.accounting` (no shape assumed).
 
 Everything the accountant needs reduces to sums of ``w`` over integer ranges,
 served here in log space so that nothing underflows.  Each kernel gives the
@@ -290,7 +290,7 @@ class Kernel(abc.ABC):
     ``delta_h`` is two range sums (Proposition 2 for the Gaussian).  Kernels
     that do not derive from :class:`LogConcaveKernel` (e.g.
     :class:`GeneralKernel`, whatever its ``log_concave``) are accounted by the
-    generic path of :mod:`sparseldp.accounting`, which sums
+    generic path of :mod:`sparseldp.core.accounting`, which sums
     ``[P(y|0) - e^eps P(y|h)]_+`` over the window and assumes nothing about
     the shape.
 
@@ -1204,7 +1204,7 @@ class GeneralKernel(Kernel):
     r"""Any symmetric nonnegative kernel: ``w(k) = weights[|k|]`` on ``|k| <= t = len(weights) - 1``.
 
     No shape is assumed: the accountant sums ``[P(y|0) - e^eps P(y|h)]_+``
-    over the window directly (:mod:`sparseldp.accounting`, generic path), so
+    over the window directly (:mod:`sparseldp.core.accounting`, generic path), so
     zeros inside the window and non-monotone (e.g. staircase) weights are
     fine.  ``log_concave`` is ``True`` only when verified exactly
     (:func:`_exact_log_concave`); it is informational, no path relies on it.
