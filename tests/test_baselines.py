@@ -138,7 +138,7 @@ class TestBattery:
         np.testing.assert_array_equal(ch.outputs, np.arange(a, b + 1))
         P = ch.matrix.toarray()
         np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-14)
-        assert ch.family == name and ch.param == (FAMILIES[name].param, p) and ch.domain == (a, b)
+        assert ch.family == name and ch.parameter == (FAMILIES[name].param, p) and ch.domain == (a, b)
 
     def test_pmf_matches_independent_construction(self, row):
         name, p, domain, ch = row

@@ -243,7 +243,7 @@ class TestBattery:
         np.testing.assert_array_equal(back.log_matrix.data, case.log_matrix.data)
         np.testing.assert_array_equal(back.inputs, case.inputs)
         np.testing.assert_array_equal(back.outputs, case.outputs)
-        assert (back.family, back.param, back.domain, back.window) == (case.family, case.param, case.domain, case.window)
+        assert (back.family, back.parameter, back.domain, back.window) == (case.family, case.parameter, case.domain, case.window)
         assert back.delta_star(1.0, 2) == case.delta_star(1.0, 2)
         assert copy.deepcopy(case).delta_star(0.5) == case.delta_star(0.5)
 
@@ -483,9 +483,9 @@ def test_epsilon_zero_and_trivial_cases():
 
 def test_metadata():
     ch = SparseChannel.gaussian(sigma=2.0, s=9, domain=(3, 40), window="clipped")
-    assert (ch.family, ch.param, ch.s, ch.domain, ch.window) == ("gaussian", ("sigma", 2.0), 9, (3, 40), "clipped")
+    assert (ch.family, ch.parameter, ch.s, ch.domain, ch.window) == ("gaussian", ("sigma", 2.0), 9, (3, 40), "clipped")
     raw = SparseChannel([[1.0]])
-    assert (raw.family, raw.param, raw.s, raw.domain, raw.window) == (None,) * 5
+    assert (raw.family, raw.parameter, raw.s, raw.domain, raw.window) == (None,) * 5
     assert "family='gaussian'" in repr(ch)
 
 

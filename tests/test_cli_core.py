@@ -60,7 +60,7 @@ def test_account_json_schema_and_values(capsys, family, param, s, eps, H):
     assert [row["h"] for row in data["per_h"]] == list(range(1, H + 1))
     assert all(list(row) == ["h", "delta", "support_leakage", "overlap"] for row in data["per_h"])
     hs = np.arange(1, H + 1)
-    d = m.defect(eps, hs)
+    d = m.defect_h(eps, hs)
     np.testing.assert_array_equal([r["delta"] for r in data["per_h"]], d.total)
     np.testing.assert_array_equal([r["support_leakage"] for r in data["per_h"]], d.support_leakage)
     np.testing.assert_array_equal([r["overlap"] for r in data["per_h"]], d.overlap)
@@ -103,7 +103,7 @@ def test_account_large_H_table_is_summarized_but_json_is_complete(capsys):
     data_rows = [line for line in out.splitlines() if line.startswith("│")]
     assert 10 <= len(data_rows) <= 25
     assert "of 5000 rows shown" in out
-    h_max = int(np.argmax(SparseLaplace(lam=0.3, s=101).delta(1.0, np.arange(1, 5001)))) + 1
+    h_max = int(np.argmax(SparseLaplace(lam=0.3, s=101).delta_h(1.0, np.arange(1, 5001)))) + 1
     assert any(line.split("│")[1].strip() == f"{h_max} *" for line in data_rows)
     assert any(line.split("│")[1].strip() == "5000" for line in data_rows)
     data = run_json(capsys, *argv, "--json")
@@ -242,7 +242,7 @@ def test_design_on_domain_certified_by_channel(capsys, tmp_path, family, window)
     pname = "lam" if family == "laplace" else "sigma"
     build = SparseChannel.laplace if family == "laplace" else SparseChannel.gaussian
     ch = build(**{pname: got[pname]}, s=got["s"], domain=(0, 20), window=window)
-    assert ch.delta(1.0, 2) == pytest.approx(got["delta_star"], rel=1e-12)
+    assert ch.delta_star(1.0, 2) == pytest.approx(got["delta_star"], rel=1e-12)
     assert got["delta_star"] <= 1e-3
     spec = load_spec(out)
     assert spec.domain == (0, 20) and spec.window == window

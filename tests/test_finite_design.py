@@ -71,8 +71,8 @@ def test_extended_matches_z_design(family, eps, delta, H, domain, param):
     assert d.delta_star <= delta
     # the certificate is the rigorous upper bound, a rounding error above the nearest value
     assert d.delta_star == float(d.channel.delta_star_upper(eps, H))
-    assert d.delta_star == pytest.approx(float(d.channel.delta(eps, H)), rel=1e-12, abs=1e-15)
-    assert d.delta_star >= float(d.channel.delta(eps, H))
+    assert d.delta_star == pytest.approx(float(d.channel.delta_star(eps, H)), rel=1e-12, abs=1e-15)
+    assert d.delta_star >= float(d.channel.delta_star(eps, H))
 
 
 def test_extended_range_capped_by_domain():
@@ -125,7 +125,7 @@ def test_every_family_calibrates_under_the_same_accountant(name):
     if entry.takes_s:
         kwargs["s"] = d.params["s"]
     worse = entry.constructor(**kwargs)
-    assert float(worse.delta(eps, H)) > delta
+    assert float(worse.delta_star(eps, H)) > delta
     assert isinstance(d, Calibration) and d.parameter == (pname, p)
     assert set(d.to_dict()) >= {"family", pname, "delta_star", "r1", "r2", "domain"}
 

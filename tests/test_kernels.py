@@ -106,7 +106,7 @@ def test_shaped_kernel_matches_the_family(row):
     assert m.s == s and m.t == ref.t and m.family == "kernel"
     hs = np.arange(0, s + 2)
     e = np.array(EPS)[:, None]
-    np.testing.assert_allclose(m.delta(e, hs[None, :]), ref.delta(e, hs[None, :]), rtol=0, atol=1e-13)
+    np.testing.assert_allclose(m.delta_h(e, hs[None, :]), ref.delta_h(e, hs[None, :]), rtol=0, atol=1e-13)
     d, dr = m.defect(e, 0, hs[None, :]), ref.defect(e, 0, hs[None, :])
     np.testing.assert_allclose(d.support_leakage, dr.support_leakage, rtol=0, atol=1e-13)
     np.testing.assert_allclose(d.overlap, dr.overlap, rtol=0, atol=1e-13)
@@ -167,7 +167,7 @@ def test_irregular_kernels_against_brute_force(weights):
             assert d.total == pytest.approx(d.support_leakage + d.overlap, abs=1e-15)
             ex = brute.mp_weight_defect(weights, eps, h)
             assert float(d.total) == pytest.approx(float(ex[0]), abs=1e-13)
-            assert float(m.delta_upper(eps, h)) >= float(ex[0])
+            assert float(m.delta_h_upper(eps, h)) >= float(ex[0])
         exact_star = max(float(brute.mp_weight_defect(weights, eps, h)[0]) for h in range(1, H + 1))
         assert float(m.delta_star(eps, H)) == pytest.approx(exact_star, abs=1e-13)
         assert float(m.delta_star_upper(eps, H)) >= exact_star
@@ -234,7 +234,7 @@ def test_sampler_chi_square():
     y = m.sample(x, rng=2024)
     off = y - x
     assert off.min() >= -m.t and off.max() <= m.t
-    probs = np.array([float(p) for p in m.sampling_pmf()[1]])
+    probs = np.array([float(p) for p in m.sampling_pmf(0)[1]])
     np.testing.assert_allclose(probs, m.pmf(np.arange(-m.t, m.t + 1)), atol=1e-15)
     observed = np.bincount(off + m.t, minlength=m.s)
     expected = n * probs
@@ -269,7 +269,7 @@ def test_split_identity_and_range(weights, eps, h):
     d = m.defect(eps, 0, h)
     assert 0.0 <= d.total <= 1.0 and d.support_leakage >= 0 and d.overlap >= 0
     assert d.total == pytest.approx(d.support_leakage + d.overlap, abs=1e-15)
-    up = float(m.delta_upper(eps, h))
+    up = float(m.delta_h_upper(eps, h))
     dn = float(A.defect_bounds(m.kernel, eps, h, upper=False)[0])
     ex = float(brute.mp_weight_defect(weights, eps, h)[0])
     assert dn <= ex <= up <= 1.0

@@ -76,3 +76,16 @@ def test_channel_to_channel_restricts_rows():
 def test_pair_defect_far_apart_is_one():
     m = SparseLaplace(lam=0.5, s=7)
     assert float(m.defect(1.0, -(2**62), 2**62).total) == 1.0
+
+
+@pytest.mark.parametrize("obj, old, new", [
+    (SparseLaplace(lam=0.5, s=7), "delta", "delta_h"),
+    (SparseGaussian(sigma=1.5, s=9), "delta_upper", "delta_h_upper"),
+    (SparseLaplace(lam=0.5, s=7).to_channel((0, 9)), "delta", "delta_star"),
+    (SparseLaplace(lam=0.5, s=7).to_channel((0, 9)), "param", "parameter"),
+])
+def test_renamed_names_say_where_they_went(obj, old, new):
+    """One meaning per name: the old spellings are gone, with a message naming the new one."""
+    with pytest.raises(AttributeError, match=f"was renamed: use {new}"):
+        getattr(obj, old)
+    assert not hasattr(obj, "no_such_name")

@@ -83,6 +83,13 @@ class SparseChannel(_ChannelStore):
 
     __slots__ = ()  # the stored arrays are the base's slots (sparseldp.channel.store)
 
+    def __getattr__(self, name):
+        # only reached for missing attributes: say where a renamed method went (one meaning per name)
+        renamed = {"delta": "delta_star(eps, H)", "param": "parameter"}
+        if name in renamed:
+            raise AttributeError(f"SparseChannel.{name} was renamed: use {renamed[name]}")
+        raise AttributeError(f"'SparseChannel' object has no attribute {name!r}")
+
     def __init__(self, weights, inputs=None, outputs=None):
         indptr, indices, logp, shape, meta, data = _weights_parts(weights)
         self._setup(indptr, indices, logp, shape, inputs, outputs, meta, data=data)
@@ -233,9 +240,6 @@ class SparseChannel(_ChannelStore):
         """
         return self._meta.get("param")
 
-    @property
-    def param(self) -> tuple[str, float] | None:  # transitional spelling of :attr:`parameter`
-        return self.parameter
 
     @property
     def s(self) -> int | None:
@@ -339,8 +343,6 @@ class SparseChannel(_ChannelStore):
         """
         return self.delta_with_argmax(eps, H, _split=False).delta
 
-    # transitional spelling (removed once every caller uses delta_star)
-    delta = delta_star
 
     def delta_star_upper(self, eps, H=None):
         """A rigorous upper bound on :meth:`delta_star`: never below the exact value, at most 1.

@@ -46,6 +46,12 @@ from .._validation import (
 
 __all__ = ["SparseLaplace", "SparseGaussian", "RadiusMechanism"]
 
+#: Methods renamed when the mechanisms joined the local-randomizer protocol (one meaning per name).
+_RENAMED = {
+    "delta": "delta_h(eps, h) for one separation, or delta_star(eps, H) for the range",
+    "delta_upper": "delta_h_upper(eps, h), or delta_star_upper(eps, H) for the range",
+}
+
 
 class RadiusMechanism:
     """Behaviour shared by the two families; subclasses define the kernel."""
@@ -123,7 +129,7 @@ class RadiusMechanism:
         total, leak, ov = accounting.defect_parts(self.kernel, e, hh)
         return accounting.Defect(total[()], leak[()], ov[()])
 
-    def defect(self, eps, x, x_prime=None) -> accounting.Defect:
+    def defect(self, eps, x, x_prime) -> accounting.Defect:
         """The ordered defect ``Delta_eps(x, x')`` of one pair of inputs, with its split.
 
         The local-randomizer protocol's pair defect (the same name and meaning
@@ -131,8 +137,6 @@ class RadiusMechanism:
         ``|x - x'|`` only (translation invariance and the reflection
         ``y -> -y``), so it equals :meth:`defect_h` at ``h = |x - x'|``.
         """
-        if x_prime is None:  # transitional: defect(eps, h), the former per-separation spelling
-            return self.defect_h(eps, x)
         x, xp = broadcast(("x", check_int_array(x, "x")), ("x_prime", check_int_array(x_prime, "x_prime")))
         with np.errstate(over="ignore"):
             d = xp - x
@@ -161,9 +165,11 @@ class RadiusMechanism:
         e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))
         return accounting.defect_bounds(self.kernel, e, hh)[0][()]
 
-    # transitional spellings (removed once every caller uses delta_h / delta_h_upper)
-    delta = delta_h
-    delta_upper = delta_h_upper
+    def __getattr__(self, name):
+        # only reached for missing attributes: say where a renamed method went
+        if name in _RENAMED:
+            raise AttributeError(f"{type(self).__name__}.{name} was renamed: use {_RENAMED[name]}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def delta_star(self, eps, H):
         """``delta*(eps; H) = max_{1 <= h <= H} delta_h(eps)`` (Section V).
@@ -252,17 +258,14 @@ class RadiusMechanism:
         """
         return sampling.sample(self, x, rng=rng)
 
-    def sampling_pmf(self, x=None):
-        """The distribution actually sampled, as exact ``Fraction`` s ``c_k / 2^64``.
+    def sampling_pmf(self, x):
+        """The distribution actually sampled for input ``x``, as exact ``Fraction`` s ``c_k / 2^64``.
 
-        ``sampling_pmf(x)`` gives ``(outputs x-t..x+t, probabilities)`` for
-        input ``x``, like :meth:`sparseldp.SparseChannel.sampling_pmf`;
-        without ``x`` (transitional) the offsets ``-t..t``.  See
+        ``(outputs x-t..x+t, probabilities)``, like
+        :meth:`sparseldp.SparseChannel.sampling_pmf`; the offsets alone are
         :func:`sparseldp.sampling.sampling_pmf`.
         """
         offsets, probs = sampling.sampling_pmf(self)
-        if x is None:
-            return offsets, probs
         x = check_int(x, "x", minimum=INT64_MIN + self.t, maximum=INT64_MAX - self.t)
         return np.asarray(offsets, dtype=np.int64) + x, probs
 

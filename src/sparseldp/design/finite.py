@@ -190,7 +190,7 @@ def _certified(channel, eps, H, delta) -> float:
     The nearest ``delta`` is tried first and returned when it exceeds the target
     by more than any rounding error (as :func:`sparseldp.core.accounting.certified_delta_star`).
     """
-    near = float(channel.delta(eps, H))
+    near = float(channel.delta_star(eps, H))
     if near > delta + 1e-12 + 1e-14 * eps + 1e-9 * delta:
         return near
     return float(channel.delta_star_upper(eps, H))
