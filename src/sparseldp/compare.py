@@ -37,6 +37,12 @@ import numpy as np
 
 from ._validation import check_int
 from .errors import InfeasibleError
+from .channel import check_domain
+from .design.finite import _check_prior
+from .baselines import FAMILIES
+from .estimation import ConvergenceWarning, estimate_frequencies_full
+from .design.finite import _check_target, calibrate
+from .sampling import sample_channel
 
 __all__ = ["COMPARE_FAMILIES", "Comparison", "ComparisonRow", "compare", "default_population"]
 
@@ -60,7 +66,6 @@ _LABELS = {
 def default_population(domain) -> np.ndarray:
     """A smooth two-bump distribution on ``a..b``: bumps at 30% and 70% of the domain
     (widths 8% and 15%, weights 1 and 0.6) over a 5% uniform floor."""
-    from .channel import check_domain
 
     a, b = check_domain(domain)
     k = b - a + 1
@@ -164,7 +169,6 @@ class Comparison:
 def _check_population(population, k: int) -> np.ndarray | None:
     if population is None:
         return None
-    from .design.finite import _check_prior
 
     return _check_prior(population, k, "population")
 
@@ -213,10 +217,6 @@ def compare(*, eps, delta, H, domain, n=100_000, population=None, families=None,
     Comparison
         A family that cannot meet the target gets a row with ``error`` set.
     """
-    from .baselines import FAMILIES
-    from .estimation import ConvergenceWarning, estimate_frequencies_full
-    from .design.finite import _check_target, calibrate
-    from .sampling import sample_channel
 
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
     n = check_int(n, "n", minimum=1)

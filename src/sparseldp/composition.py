@@ -33,6 +33,8 @@ import math
 import numpy as np
 
 from ._validation import check_int, check_positive
+from .channel import SparseChannel
+from .core.mechanisms import RadiusMechanism
 
 __all__ = ["to_pld", "log_pmf_pair"]
 
@@ -61,8 +63,6 @@ def log_pmf_pair(mechanism, h=None, *, x=None, x_prime=None) -> tuple[dict, dict
     ``x`` and ``x_prime``.  Log-probabilities come from the exact ``logpmf``
     (never ``log(pmf)``).
     """
-    from .channel import SparseChannel
-    from .core.mechanisms import RadiusMechanism
 
     if isinstance(mechanism, RadiusMechanism):
         if x is not None or x_prime is not None:
@@ -137,7 +137,6 @@ def to_pld(mechanism, h=None, *, x=None, x_prime=None, value_discretization_inte
     >>> abs(d1 - float(SparseLaplace(lam=0.5, s=7).delta_h(1.0, 3))) < 1e-3
     True
     """
-    from .core.mechanisms import RadiusMechanism
 
     vdi = check_positive(value_discretization_interval, "value_discretization_interval")
     upper, lower = log_pmf_pair(mechanism, h, x=x, x_prime=x_prime)

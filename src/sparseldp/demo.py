@@ -27,6 +27,7 @@ import numpy as np
 
 from .cli import main as cli
 from .core.families import get_family
+from .demo_data import write_demo_csv
 
 OUT = Path("demo-output")
 
@@ -44,7 +45,6 @@ def main() -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from .demo_data import write_demo_csv
 
     console = Console()
     OUT.mkdir(exist_ok=True)

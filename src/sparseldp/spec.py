@@ -56,6 +56,9 @@ from ._validation import (
     check_probability,
 )
 from .core.families import FAMILIES, get_family
+from ._files import atomic_write
+from .channel import check_domain
+from .channel import SparseChannel
 
 __all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "MAX_SPEC_BYTES", "CLAIM_RTOL"]
 
@@ -130,7 +133,6 @@ class Spec:
         """The finite-domain channel (requires ``domain``)."""
         if self.domain is None:
             raise ValueError("spec has no 'domain'; a finite-domain channel needs one")
-        from .channel import SparseChannel
 
         return get_family(self.family).channel(self.param, self.s, self.domain, self.window)
 
@@ -157,7 +159,6 @@ def spec_from_mechanism(mechanism, *, domain=None, window="extended", **meta) ->
 
 def save_spec(spec: Spec, path) -> None:
     """Write ``spec`` as JSON atomically (temporary file, then rename); ``ValueError`` naming the path."""
-    from ._files import atomic_write
 
     atomic_write(path, json.dumps(spec.to_dict(), indent=2) + "\n")
 
@@ -206,7 +207,6 @@ def load_spec(path) -> Spec:
 
 
 def _validate(data: dict) -> Spec:
-    from .channel import check_domain
 
     family = data.get("family")
     if isinstance(family, str):

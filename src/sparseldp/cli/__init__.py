@@ -13,6 +13,12 @@ contract for every command:
   exit status 130 / 143;
 * anything else is a bug: one line starting with ``internal error:`` and exit
   status 70 (``SPARSELDP_DEBUG=1`` shows the traceback).
+
+Each command imports the library modules it uses inside its function: that
+keeps ``sparseldp --help`` and ``--version`` from loading scipy, pyarrow and
+matplotlib (a startup cost paid only by the command that needs them).  These,
+the optional dependencies and :mod:`sparseldp._entry` (which must run without
+the ``cli`` extra) are the package's only function-level imports.
 """
 
 from __future__ import annotations

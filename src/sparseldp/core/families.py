@@ -33,6 +33,7 @@ from typing import Callable
 from .kernels import GAUSSIAN_MAX_S
 from .._validation import MAX_S, check_positive
 from .mechanisms import SparseGaussian, SparseLaplace
+from ..channel import SparseChannel
 
 __all__ = ["Family", "DesignSearch", "FAMILIES", "get_family", "family_of", "family_names", "family_with_param"]
 
@@ -130,7 +131,6 @@ class Family:
 
     def channel(self, value, s: int, domain, window: str = "extended"):
         """The family's channel on a finite ``domain`` with ``extended`` or ``clipped`` windows."""
-        from ..channel import SparseChannel
 
         # SparseChannel names its constructor after the family (SparseChannel.laplace, .gaussian)
         build = getattr(SparseChannel, self.name)

@@ -62,6 +62,11 @@ from ._search import extreme_feasible, scan_radii
 from .radius import Design, check_objective
 from ..errors import InfeasibleError
 from ..core.families import Family, family_with_param, get_family
+from ..channel import check_domain, check_entries
+from ..channel import check_window
+from .radius import design, smallest_support
+from ..core.accounting import delta_profile
+from ..baselines import FAMILIES
 
 __all__ = ["Calibration", "design_finite", "calibrate"]
 
@@ -136,7 +141,6 @@ class Calibration:
 # checks and helpers
 # ---------------------------------------------------------------------------
 def _check_target(eps, delta, H, domain):
-    from ..channel import check_domain, check_entries
 
     eps = check_nonnegative(eps, "eps")
     delta = check_probability(delta, "delta")
@@ -243,7 +247,6 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
         ``b - a`` checked; extended: the proof of :func:`sparseldp.smallest_support`),
         or no ``(s, param)`` on the search grid works.
     """
-    from ..channel import check_window
 
     fam = get_family(family)
     eps, delta, H, domain = _check_target(eps, delta, H, domain)
@@ -268,7 +271,6 @@ def _finish(fam: Family, param, t, eps, delta, H, domain, window, objective, w, 
 
 
 def _design_extended(fam: Family, given, eps, delta, H, domain, objective, w):
-    from .radius import design, smallest_support
 
     a, b = domain
     Hd = min(H, b - a)
@@ -300,7 +302,6 @@ def _z_infeasible(fam: Family, param, t, eps, delta, H, span) -> bool:
     """
     if 2 * t + H > span:
         return False
-    from ..core.accounting import delta_profile
 
     m = fam.make(param, 2 * t + 1)
     return float(delta_profile(m.kernel, eps, H, "dn")[0]) > delta
@@ -389,8 +390,6 @@ def calibrate(family_name, *, eps, delta, H, domain, objective="r2", prior=None,
     ``prior`` (uniform by default).  Returns a :class:`Calibration` for every
     family (the sparse ones too), so that all rows read alike.
     """
-    from ..baselines import FAMILIES
-    from ..channel import check_window
 
     if not isinstance(family_name, str):
         raise TypeError(f"family_name must be one of {sorted(FAMILIES)}; got {type(family_name).__name__} "

@@ -69,6 +69,7 @@ from ._search import extreme_feasible, scan_radii
 from ..errors import InfeasibleError
 from ..core.families import Family, family_of, get_family
 from ..core.mechanisms import SparseGaussian, SparseLaplace
+from ..core.accounting import certified_delta_star
 
 __all__ = ["Design", "design", "smallest_support"]
 
@@ -177,7 +178,6 @@ class Design:
 def _delta_star(fam: Family, param, t, eps, H, delta) -> float:
     """``delta_star`` of the radius-``t`` mechanism for the test ``<= delta``: the rigorous upper
     bound whenever it matters (:func:`sparseldp.core.accounting.certified_delta_star`)."""
-    from ..core.accounting import certified_delta_star
 
     return certified_delta_star(fam.make(param, 2 * t + 1).kernel, eps, H, delta)
 
