@@ -89,3 +89,17 @@ def test_renamed_names_say_where_they_went(obj, old, new):
     with pytest.raises(AttributeError, match=f"was renamed: use {new}"):
         getattr(obj, old)
     assert not hasattr(obj, "no_such_name")
+
+
+def test_one_parameter_representation(tmp_path):
+    import json
+
+    from sparseldp.design import design
+    from sparseldp.spec import load_spec
+
+    m = SparseGaussian(sigma=1.5, s=9)
+    (tmp_path / "g.json").write_text(json.dumps({"family": "gaussian", "sigma": 1.5, "s": 9}))
+    spec = load_spec(tmp_path / "g.json")
+    d = design("laplace", eps=1.0, delta=0.1, H=2, lam=0.5)
+    assert spec.parameter == m.parameter == m.to_channel((0, 5)).parameter == ("sigma", 1.5)
+    assert d.parameter == d.mechanism.parameter == ("lam", 0.5)

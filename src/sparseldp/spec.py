@@ -121,6 +121,12 @@ class Spec:
     guarantee: Guarantee | None = field(default=None, compare=False)
 
     @property
+    def parameter(self) -> tuple[str, float]:
+        """``(name, value)`` of the kernel parameter: the one representation shared with
+        ``mechanism.parameter``, ``SparseChannel.parameter`` and ``Design.parameter``."""
+        return (self.param_name, self.param)
+
+    @property
     def param_name(self) -> str:
         return get_family(self.family).param
 
