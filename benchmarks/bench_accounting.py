@@ -40,7 +40,8 @@ def run():
 
         def fast():
             mm = cls(**kw, s=20_001)
-            ours["v"] = mm.delta(1.0, hs)
+            # delta_h (named delta before the protocol): the fallback lets one run time an older checkout too
+            ours["v"] = getattr(mm, "delta_h", None)(1.0, hs) if hasattr(mm, "delta_h") else mm.delta(1.0, hs)
 
         t_fast = median_time(fast, repeat=7)
         ref = {}

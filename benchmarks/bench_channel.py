@@ -1,7 +1,7 @@
 """Finite-domain channels (issue 2): exact delta over all pairs in range, kept sparse.
 
 A domain of 10,000 values with s = 101 and H = 50 (about a million ordered
-pairs): ``SparseChannel.delta(1, H=50)`` for extended and clipped windows,
+pairs): ``SparseChannel.delta_star(1, H=50)`` for extended and clipped windows,
 against a plain scipy.sparse evaluation of the same pairs (rows ``P[I] - e P[J]``
 per separation, positive parts summed), measured in the same run; values are
 checked equal to 1e-12.  Also ``epsilon(delta, H=50)`` and the full-range
@@ -54,7 +54,7 @@ def run():
         fresh = [SparseChannel.laplace(lam=LAM, s=S, domain=DOMAIN, window=window) for _ in range(6)]
 
         def ours():
-            val["d"] = float(fresh.pop().delta(1.0, H))
+            val["d"] = float(fresh.pop().delta_star(1.0, H))
 
         t_ours = median_time(ours, repeat=5)
         ref = {}
@@ -84,7 +84,7 @@ def run():
         full = {}
 
         def full_range():
-            full["d"] = float(ch.delta(1.0))
+            full["d"] = float(ch.delta_star(1.0))
 
         t_full = median_time(full_range, repeat=3)
         rows.append({"name": f"channel delta n=10,000 s=101 H=None {window}", "median_s": t_full,

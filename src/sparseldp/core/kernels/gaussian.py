@@ -1,0 +1,448 @@
+r"""The Gaussian kernel (Definition 13): ``log w(k) = -k^2 / (2 sigma^2)``.
+
+One suffix array ``S_j = log sum_{i >= j} w(i)``.  Where ``w(j) >= e^-690``
+(the *head*) it is summed in linear space with an exact running error term (a
+compensated, double-double prefix sum: relative error ``u`` plus ``(N u)^2``,
+independent of the length); beyond (the *tail*) with
+``np.logaddexp.accumulate``.  A per-entry bound ``e_j`` on
+``|S_j(computed) - S_j(exact)|`` is derived a priori (lazily, on the first
+request for a bound; see :meth:`GaussianKernel._error_bounds`) and kept as
+float32 rounded up.
+"""
+
+from __future__ import annotations
+
+import decimal
+import itertools
+import math
+
+import numpy as np
+
+from .base import LogConcaveKernel
+from .rounding import (
+    U,
+    _NEG_INF,
+    _add,
+    _exp_dn,
+    _exp_up,
+    _flip,
+    _log1mexp,
+    _log_up,
+    _logsubexp,
+    _quiet,
+    dn,
+    logsubexp,
+    up,
+)
+
+#: Largest Gaussian support size.  The exact accounting keeps a log suffix sum per
+#: offset with its compensation term and error bounds (about 50 bytes per offset at
+#: peak): measured 417 MB for ``account`` at s = 2^23 + 1, within the 512 MiB stated
+#: in the README (2^27 + 1 took 5.9 GB).
+GAUSSIAN_MAX_S = (1 << 23) + 1
+# Gaussian head: offsets with w(j) = e^{-j^2/(2 sigma^2)} >= e^{-690} are summed in linear space.
+_HEAD_LOG = 690.0
+# Gaussian tail: the error recurrence is used while (2j + 1) / (2 sigma^2) < 40, closed-form bounds beyond.
+_STEEP = 40.0
+_CHUNK = 1 << 20
+
+
+def check_gaussian_s(s: int, name: str = "s") -> int:
+    """``s <= GAUSSIAN_MAX_S``: the Gaussian kernel's exact sums need O(s) memory."""
+    if s > GAUSSIAN_MAX_S:
+        raise ValueError(
+            f"{name} must be an odd integer in [1, 2^23 + 1 = {GAUSSIAN_MAX_S}] for the Gaussian family "
+            f"(its exact accounting keeps one log suffix sum per offset, O(s) memory); got {s}"
+        )
+    return s
+
+
+def _sequential_cumsum(x):
+    """``np.cumsum`` after checking it is the sequential recurrence ``s_i = fl(s_{i-1} + x_i)``.
+
+    The compensated sums below need each partial sum to be one correctly rounded
+    addition of the previous one; numpy's accumulate is, and this is checked
+    (falling back to ``itertools.accumulate``, sequential by definition).
+    """
+    s = np.cumsum(x)
+    if x.size > 1 and not np.array_equal(s[1:], s[:-1] + x[1:]):  # pragma: no cover - numpy is sequential
+        s = np.fromiter(itertools.accumulate(x.tolist()), dtype=float, count=x.size)
+    return s
+
+
+def _two_sum_err(a, b, s):
+    """Exact ``a + b - s`` for ``s = fl(a + b)`` (Knuth's TwoSum), elementwise."""
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+def _head_end(c: float, t: int) -> int:
+    """Largest ``J <= t`` with ``J^2 c <= 690`` (``w(J) >= e^-690``, a normal double)."""
+    if not c < math.inf:
+        return 0
+    if c == 0.0:
+        return t
+    J = min(t, int(math.sqrt(_HEAD_LOG / c)))
+    while J > 0 and float(J) * J * c > _HEAD_LOG:
+        J -= 1
+    while J < t and float(J + 1) * (J + 1) * c <= _HEAD_LOG:
+        J += 1
+    return J
+
+
+class GaussianKernel(LogConcaveKernel):
+    """``w(k) = exp(-k^2 / (2 sigma^2))`` on ``|k| <= t``; one log suffix-sum array with error bounds."""
+
+    def __init__(self, sigma: float, t: int):
+        self.sigma = float(sigma)
+        self.t = int(t)
+        check_gaussian_s(2 * self.t + 1)
+        # sigma^2 may underflow to 0: then c = inf (a point mass at 0), handled by log_w
+        den = 2.0 * self.sigma * self.sigma
+        self._c = 1.0 / den if den > 0 else math.inf
+        # rigorous bounds on c = 1 / (2 sigma^2) (sigma^2 subnormal or overflowing included)
+        s2 = self.sigma * self.sigma
+        s2_dn = max(float(dn(s2)), 0.0)
+        s2_up = float(up(s2))
+        den_dn = min(2.0 * s2_dn, float(np.finfo(float).max))
+        self._c_up = float(up(1.0 / den_dn)) if den_dn > 0 else math.inf
+        self._c_dn = max(float(dn(1.0 / (2.0 * s2_up))), 0.0) if 2.0 * s2_up < math.inf else 0.0
+        self._s2 = (s2_dn, s2_up)
+        self._J = _head_end(self._c, self.t)
+        with np.errstate(all="ignore"):
+            self._suffix = self._build_suffix()  # suffix[j] = log sum_{i=j}^{t} w(i)
+        self._elog = None  # lazily: float32 bounds on |suffix - exact|
+        self._sbounds = None  # lazily, for t < 2^22: (lower, upper) bounds on the suffix array
+
+    def __repr__(self) -> str:
+        return f"SparseGaussian(sigma={self.sigma!r}, s={2 * self.t + 1})"
+
+    def decimal_weights(self, ctx) -> list:
+        """``w(0..t)`` as Decimals in context ``ctx`` by the exact-ratio recurrence ``w(k) = w(k-1) a b^(k-1)``.
+
+        ``a = e^{-c}``, ``b = e^{-2c}``, ``c = 1/(2 sigma^2)``; each step multiplies
+        correctly rounded numbers, so ``w(k)`` has relative error below ``(k^2 + 2)``
+        units of the context's precision (used by :mod:`sparseldp.sampling`).
+        """
+        D = decimal.Decimal
+        with decimal.localcontext(ctx):
+            w = [D(1)]
+            sig = D(self.sigma)
+            c = D(1) / (2 * sig * sig)
+            a = (-c).exp()
+            b = a * a
+            m = a
+            for _ in range(self.t):
+                w.append(w[-1] * m)
+                m = m * b
+        return w
+
+    def log_w(self, k):
+        k = np.asarray(k, dtype=float)
+        if np.isinf(self._c):  # sigma so small that sigma^2 underflows: w = 1{k = 0}
+            return np.where(k == 0, 0.0, _NEG_INF)
+        return -(k * k) * self._c
+
+    @_quiet
+    def weights(self, mode: str = "near") -> np.ndarray:
+        """``w(0..t) = e^{-k^2 c}``, ``c = 1/(2 sigma^2)``: nearest, or rigorous bounds (``k^2`` is exact for
+        ``k <= 2^26``; ``c`` is enclosed in ``[c_dn, c_up]``, products rounded outward, ``exp`` to 2 ulp)."""
+        k = np.arange(self.t + 1, dtype=float)
+        if not self._c < math.inf:
+            return np.where(k == 0, 1.0, 0.0)
+        if mode == "near":
+            return np.exp(-(k * k) * self._c)
+        if mode == "up":
+            return np.where(k == 0, 1.0, _exp_up(-dn((k * k) * self._c_dn)))
+        return np.where(k == 0, 1.0, _exp_dn(-up((k * k) * self._c_up)))
+
+    # -- the suffix array ------------------------------------------------------------
+    def _head_chunks(self):
+        """Chunks ``(start, stop)`` of the head ``0..J``, from the top (``J``) down."""
+        J = self._J
+        for stop in range(J, -1, -_CHUNK):
+            yield max(0, stop - _CHUNK + 1), stop
+
+    def _build_suffix(self):
+        t, c, J = self.t, self._c, self._J
+        suffix = np.empty(t + 2)
+        suffix[t + 1] = _NEG_INF
+        if not c < math.inf:
+            suffix[0] = 0.0
+            suffix[1 : t + 1] = _NEG_INF
+            return suffix
+        # tail J+1..t in log space (every term below e^-690 of w(0) = 1)
+        if J < t:
+            j = np.arange(J + 1, t + 1, dtype=float)
+            suffix[J + 1 : t + 1] = np.logaddexp.accumulate((-(j * j) * c)[::-1])[::-1]
+            carry = math.exp(suffix[J + 1])
+        else:
+            carry = 0.0
+        # head 0..J in linear space, summed from the small end with an exact running error term
+        hi, lo = carry, 0.0
+        for start, stop in self._head_chunks():
+            js = np.arange(stop, start - 1, -1, dtype=float)
+            xs = np.empty(js.size + 1)
+            xs[0] = hi
+            xs[1:] = np.exp(-(js * js) * c)
+            s = _sequential_cumsum(xs)
+            err = np.cumsum(_two_sum_err(s[:-1], xs[1:], s[1:]))
+            err += lo
+            total = s[1:] + err
+            suffix[start : stop + 1] = np.log(total[::-1])
+            hi = float(s[-1] + err[-1])
+            lo = float(_two_sum_err(np.float64(s[-1]), np.float64(err[-1]), np.float64(hi)))
+        return suffix
+
+    @_quiet
+    def _error_bounds(self):
+        r"""``e[j] >= |suffix[j] - log S_j|`` (float32, rounded up), ``S_j = sum_{i >= j} w(i)`` exact.
+
+        *Inputs.*  ``c~ = fl(1/fl(2 fl(sigma^2)))`` has ``|c~/c - 1| <= 2.0001u``;
+        ``j*j`` is exact (``j <= 2^26``), so ``|log w~_j - log w_j| <= 3.0002u j^2 c``.
+
+        *Head* (``j <= J``, ``j^2 c <= 690``).  ``x_j = fl(exp(log w~_j))`` has
+        relative error ``<= 3.001u j^2 c + 4.001u``; the carry ``x_0 = fl(e^{S~_{J+1}})``
+        relative error ``psi = expm1(e_{J+1}) + 4.001u`` (plus ``2^-1074``
+        absolute).  The prefix sums are error-free transformations (TwoSum per
+        step, the errors summed separately): ``|sum~ - sum x| <= (u + (N u)^2) sum~``.
+        Hence ``rho_j = (3.001u M_j + psi x_0 + 2^-1074) / S~_j + 4.002u + 1.01 (u + (Nu)^2)``
+        with ``M_j = sum_{i=j}^{J} x_i i^2 c`` (a running sum, relative error
+        ``<= N u``, covered by a factor 1.001), and ``e_j = 1.01 rho_j + 4.002u |suffix_j|``
+        (the last term: ``log`` to 2 ulp).
+
+        *Tail* (``J < j <= J2``, ``J2`` the first ``j`` with ``(2j + 1) c >= 40``).  ``np.logaddexp(a, b) =
+        max + log1p(exp(-|a-b|))`` errs by ``eps_m <= u (|S~_m| + 7.3)``.  For the
+        ratio ``F_m = e^{S~_m} / e^{S_m}``, exactly,
+        ``F_m <= e^{eps_m} (p_m F_{m+1} + (1 - p_m)(1 + Delta_m))`` with
+        ``p_m = e^{S_{m+1} - S_m}`` and ``Delta_m = expm1(3.0002u m^2 c)`` (and the
+        mirror image for ``1/F``), so with ``X_m = sum_{i=m}^{J2} eps_i`` and
+        ``G_m = S_m - X_m`` (the products of ``p e^eps`` telescope):
+
+        ``|F_j - 1| <= e^{-G_j} sum_{m=j}^{J2} e^{G_m} (expm1(eps_m) + e^{eps_m} (w_m/e^{S_m}) Delta_m)
+        + e^{S_{J2+1} - S_j + X_j} |F_{J2+1} - 1|``.
+
+        This is evaluated with ``np.logaddexp.accumulate`` using ``S~`` for
+        ``S``; by induction from ``J2`` down, as long as every bound is
+        ``<= 0.004`` the substitution changes it by a factor ``<= 1.011``, and a
+        factor 1.03 is applied (the sum is at most ``u t / 2`` in practice).  Beyond
+        ``J2``, and wherever the induction would fail, the closed-form bounds
+        ``w_j <= S_j <= w_j / (1 - e^{-(2j+1) c})`` are used (tight to ``e^-40``
+        beyond ``J2``).
+        """
+        if self._elog is not None:
+            return self._elog
+        t, c, J = self.t, self._c, self._J
+        suffix = self._suffix
+        e = np.zeros(t + 2)
+        if not c < math.inf:
+            self._elog = np.zeros(t + 2, dtype=np.float32)
+            return self._elog
+        N = float(t + 2)
+        comp = 1.01 * (U + (N * U) ** 2)
+        # tail
+        if J < t:
+            # the recurrence up to where the kernel is steep ((2j + 1) c >= 40): beyond, the closed
+            # form is tight (relative width e^-40), and so is the bound it hands the recurrence at J2 + 1
+            J2 = t if c == 0.0 else min(t, max(J, int(math.ceil((_STEEP / c - 1.0) / 2.0))))
+            if J2 < t:
+                j = np.arange(J2 + 1, t + 1, dtype=float)
+                lo_a, up_a = self._closed_tail_bounds(j)
+                S = suffix[J2 + 1 : t + 1]
+                e[J2 + 1 : t + 1] = up(np.maximum(up_a - S, S - lo_a))
+                lo_a1, up_a1 = float(lo_a[0]), float(up_a[0])
+                S1 = float(suffix[J2 + 1])
+                F1 = float(max(up(np.expm1(S1 - lo_a1)), up(-np.expm1(S1 - up_a1)), 0.0)) * (1 + 8 * U)
+            else:
+                up_a1, F1 = _NEG_INF, 0.0
+            failed_below = None
+            acc, X = _NEG_INF, 0.0
+            for stop in range(J2, J, -_CHUNK):
+                start = max(J + 1, stop - _CHUNK + 1)
+                j = np.arange(stop, start - 1, -1, dtype=float)  # descending
+                S = suffix[start : stop + 1][::-1]
+                logw = -(j * j) * c
+                epsm = U * (np.abs(S) + 7.3) * 1.001
+                Xc = np.cumsum(epsm) + X  # X_m = sum_{i=m}^{J2} eps_i
+                delta = np.expm1(3.0002 * U * (j * j) * c) * 1.001
+                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                    y = np.expm1(epsm) * 1.001 + np.exp(epsm) * np.exp(logw - S) * delta
+                    G = S - Xc
+                    a = np.logaddexp.accumulate(np.concatenate([[acc], G + np.log(y)]))[1:]
+                    E = np.exp(a - G)
+                    if F1 > 0:
+                        E = E + np.exp(up_a1 - S + Xc) * F1
+                E = E * 1.03
+                ok = E <= 0.004
+                if not ok.all():
+                    first = int(np.argmin(ok))
+                    failed_below = int(j[first])  # this index and every smaller one use the closed form
+                    E[first:] = np.inf
+                e[start : stop + 1] = (1.01 * E)[::-1]
+                acc, X = float(a[-1]), float(Xc[-1])
+                if failed_below is not None:
+                    break
+            if failed_below is not None:  # pragma: no cover - needs |S| * length * u near 1e-3
+                j = np.arange(J + 1, failed_below + 1, dtype=float)
+                lo_a, up_a = self._closed_tail_bounds(j)
+                S = suffix[J + 1 : failed_below + 1]
+                e[J + 1 : failed_below + 1] = up(np.maximum(up_a - S, S - lo_a))
+            e_carry = float(e[J + 1])
+            carry = math.exp(suffix[J + 1])
+        else:
+            e_carry, carry = 0.0, 0.0
+        psi = (math.expm1(e_carry) * 1.001 + 4.001 * U) if e_carry < 1.0 else math.inf
+        carry_err = (psi * carry if carry > 0 else 0.0) + 2.0**-1074
+        # head: recompute the chunks (deterministic: the same values as the construction)
+        hi, lo, M = carry, 0.0, 0.0
+        for start, stop in self._head_chunks():
+            js = np.arange(stop, start - 1, -1, dtype=float)
+            xs = np.empty(js.size + 1)
+            xs[0] = hi
+            q = (js * js) * c
+            xs[1:] = np.exp(-q)
+            s = _sequential_cumsum(xs)
+            err = np.cumsum(_two_sum_err(s[:-1], xs[1:], s[1:]))
+            err += lo
+            total = s[1:] + err
+            if not np.array_equal(np.log(total[::-1]), suffix[start : stop + 1]):  # pragma: no cover
+                raise RuntimeError("internal error: the Gaussian head sums are not reproducible")
+            Ms = np.cumsum(xs[1:] * q) + M
+            rho = (3.001 * U * Ms * 1.001 + carry_err) / total * 1.001 + 4.002 * U + comp
+            ls = suffix[start : stop + 1][::-1]
+            e[start : stop + 1] = (1.01 * rho + 4.002 * U * np.abs(ls))[::-1]
+            hi = float(s[-1] + err[-1])
+            lo = float(_two_sum_err(np.float64(s[-1]), np.float64(err[-1]), np.float64(hi)))
+            M = float(Ms[-1])
+        e32 = e.astype(np.float32)
+        e32 = np.where(e32.astype(float) < e, np.nextafter(e32, np.float32(np.inf)), e32)
+        self._elog = e32
+        return e32
+
+    def _closed_tail_bounds(self, j):
+        """``[log w_j, log w_j - log(1 - e^{-(2j+1) c})]`` as rigorous (lower, upper) bounds on ``log S_j``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            jj = j * j  # exact for j <= 2^26
+            lo = -up(jj * self._c_up)
+            hi = up(-dn(jj * self._c_dn) - _log1mexp(dn((2.0 * j + 1.0) * self._c_dn), "dn"))
+        return lo, hi
+
+    def _suffix_bounds(self, idx, side):
+        """Lower (``side="dn"``) or upper bounds on ``log S_j`` at the indices ``idx``."""
+        if self._sbounds is None and self.t < (1 << 22):
+            e = self._error_bounds().astype(float)
+            self._sbounds = (dn(self._suffix - e), up(self._suffix + e))
+        if self._sbounds is not None:
+            return self._sbounds[0 if side == "dn" else 1][idx]
+        e = self._error_bounds()[idx].astype(float)
+        return dn(self._suffix[idx] - e) if side == "dn" else up(self._suffix[idx] + e)
+
+    def _range_nonneg(self, a, b, mode):
+        a = np.asarray(a, dtype=np.int64)
+        b = np.minimum(np.asarray(b, dtype=np.int64), self.t)
+        empty = a > b
+        top = self.t + 1
+        ai = np.minimum(np.maximum(a, 0), top)
+        bi = np.minimum(np.maximum(b + 1, 0), top)
+        if mode == "near":
+            val = logsubexp(self._suffix[ai], self._suffix[bi])
+        elif mode == "up":
+            val = _logsubexp(self._suffix_bounds(ai, "up"), self._suffix_bounds(bi, "dn"), "up")
+        else:
+            val = _logsubexp(self._suffix_bounds(ai, "dn"), self._suffix_bounds(bi, "up"), "dn")
+        return np.where(empty, _NEG_INF, val)
+
+    def tail_bound(self) -> float:
+        """Rigorous upper bound on ``sum_{j > t} w(j)``.
+
+        For ``j >= t+1``, ``j^2 >= (t+1)^2 + 2(t+1)(j-t-1)``, so the tail is at most
+        the geometric series ``w(t+1) / (1 - exp(-(t+1)/sigma^2))``.
+        """
+        u = float(self.t + 1)
+        with np.errstate(all="ignore"):
+            arg = up(-dn(u * u * self._c_dn) - _log1mexp(dn(2.0 * u * self._c_dn), "dn"))
+            return float(_exp_up(arg))
+
+    def last_excess_index(self, h, eps):
+        """Largest ``k`` with ``(h^2 - 2kh)/(2 sigma^2) > eps``: ``k < kappa_h`` (Proposition 2), rounded."""
+        h = np.asarray(h, dtype=float)
+        eps = np.asarray(eps, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            kappa = h / 2.0 - np.where(eps > 0, self.sigma * self.sigma * eps, 0.0) / h  # never inf * 0
+            k = np.ceil(kappa) - 1.0
+        return np.where(h > 0, k, -np.inf)
+
+    @_quiet
+    def numerator_terms(self, eps, h, mode):
+        r"""The defect numerator ``Gamma_t delta_h(eps)`` as nonnegative log terms (Theorem 9).
+
+        Leakage ``sum_{k=-t}^{h-t-1} w(k)``; overlap ``A - e^eps B`` with
+        ``A = sum_{k=h-t}^{K} w(k)``, ``B = sum_{k=-t}^{K-h} w(k)`` and ``K`` the
+        last index below Proposition 2's ``kappa_h = h/2 - sigma^2 eps / h``.
+        For the bounds ``kappa`` is enclosed in ``[kappa_dn, kappa_up]`` (directed
+        rounding); indices ``k <= K_lo = ceil(kappa_dn) - 1`` are certainly in the
+        excess set, and the at most few indices in ``(K_lo, K_hi]`` have
+        ``0 <= L(k) - eps <= 2 h c (kappa_up - kappa_dn)``, so their positive parts
+        are at most ``w(k) min(1, 2 h c (kappa_up - kappa_dn))`` (an extra term
+        of the upper bound; the lower bound omits them).
+        """
+        t = self.t
+        terms = [(self._range(np.full_like(h, -t), h - t - 1, mode), h >= 1, "leak")]
+        lo = h - t
+        if mode == "near":
+            last = self.last_excess_index(h, eps)
+            last = np.minimum(np.maximum(last, lo - 1), t).astype(np.int64)
+            nonempty = (last >= lo) & (h >= 1)
+            a_hi = np.where(nonempty, last, lo)
+            log_a = self._range(lo, a_hi, "near")
+            log_b = self._range(np.full_like(lo, -t), a_hi - h, "near")
+            ov = np.where(nonempty, logsubexp(log_a, eps + log_b), _NEG_INF)
+            terms.append((ov, nonempty, "overlap"))
+            return terms
+        hf = h.astype(float)
+        s2_dn, s2_up = self._s2
+        se_up = up(s2_up * eps)
+        se_dn = np.maximum(dn(s2_dn * eps), 0.0)
+        k_up = up(hf / 2.0 - dn(se_dn / hf))
+        k_dn = dn(hf / 2.0 - up(se_up / hf))
+        pos_h = h >= 1
+        lof = lo - 1.0
+        K_lo = np.ceil(k_dn) - 1.0
+        K_hi = np.ceil(k_up) - 1.0
+        K_lo = np.where(pos_h & np.isfinite(K_lo), np.minimum(np.maximum(K_lo, lof), float(t)), lof).astype(np.int64)
+        K_hi = np.where(pos_h & np.isfinite(K_hi), np.minimum(np.maximum(K_hi, lof), float(t)), lof).astype(np.int64)
+        K_hi = np.maximum(K_hi, K_lo)
+        nonempty = K_lo >= lo
+        a_hi = np.where(nonempty, K_lo, lo)
+        log_a = self._range(lo, a_hi, mode)
+        log_b = self._range(np.full_like(lo, -t), a_hi - h, _flip(mode))
+        if mode == "up":
+            ov = _logsubexp(log_a, dn(eps + log_b), "up")
+        else:
+            ov = _logsubexp(log_a, up(eps + log_b), "dn")
+        terms.append((np.where(nonempty, ov, _NEG_INF), nonempty, "overlap"))
+        if mode == "up":
+            edge = K_hi > K_lo
+            if edge.any():
+                F = up(up(2.0 * hf * self._c_up) * up(k_up - k_dn))
+                lf = _log_up(np.minimum(np.where(edge, F, 0.0), 1.0))
+                b_lo = np.where(edge, K_lo + 1, lo)
+                b_hi = np.where(edge, K_hi, lo)
+                lb = _add(self._range(b_lo, b_hi, "up"), lf, "up")
+                terms.append((np.where(edge, lb, _NEG_INF), edge, "overlap"))
+        return terms
+
+    def moment_sums(self):
+        t = self.t
+        if t == 0:
+            return 0.0, 0.0
+        # beyond j = 40 sigma + 1 every term is below e^{-800}: exactly zero in double
+        jmax = int(min(t, np.ceil(40.0 * self.sigma) + 1))
+        s1 = s2 = 0.0
+        chunk = 1 << 22
+        for start in range(1, jmax + 1, chunk):
+            j = np.arange(start, min(jmax, start + chunk - 1) + 1, dtype=float)
+            wj = np.exp(-(j * j) * self._c)
+            s1 += float((j * wj).sum())
+            s2 += float((j * j * wj).sum())
+        return s1, s2

@@ -1,0 +1,306 @@
+r"""The discrete Laplace kernel (Definition 6): ``log w(k) = -lam |k|``.
+
+Every sum is a geometric closed form.  The overlap excess is split into three
+nonnegative products (no cancellation, see :meth:`LaplaceKernel.numerator_terms`)
+and the excess set is decided *exactly*: ``lam m > eps`` is evaluated with an
+error-free product (Dekker's ``TwoProduct``), so ``eps`` within rounding of
+``lam h`` is classified correctly and ``lam m - eps`` is known to 2 ulp.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+
+import numpy as np
+
+from .base import LogConcaveKernel
+from .rounding import U, _NEG_INF, _add, _exp_dn, _exp_up, _log1mexp, _quiet, _two_prod, dn, up
+
+
+class LaplaceKernel(LogConcaveKernel):
+    r"""``w(k) = exp(-lam |k|)`` on ``|k| <= t``; geometric closed forms.
+
+    With ``q = e^{-lam}`` and ``G(a, n) = sum_{j=a}^{a+n-1} q^j
+    = q^a (1 - q^n) / (1 - q)``, every quantity is a product of factors
+    ``e^{-lam a}``, ``1 - e^{-x}`` and ``1/(1 - q)``, each evaluated (in log
+    space) to a few ulp: no subtraction of nearly equal numbers occurs.
+    """
+
+    def __init__(self, lam: float, t: int):
+        self.lam = float(lam)
+        self.t = int(t)
+        # log(1 - e^{-lam}) without cancellation for tiny lam, and its bounds
+        with np.errstate(all="ignore"):
+            self._log_one_minus_q = float(_log1mexp(self.lam, "near"))
+            self._l1mq = {"near": self._log_one_minus_q, "up": float(_log1mexp(self.lam, "up")),
+                          "dn": float(_log1mexp(self.lam, "dn"))}
+        # lam = f 2^E with 1/2 <= f < 1: products f * m are error-free for integers m <= 2^53
+        f, E = math.frexp(self.lam)
+        self._lam_f, self._lam_e = float(f), int(E)
+
+    def __repr__(self) -> str:
+        return f"SparseLaplace(lam={self.lam!r}, s={2 * self.t + 1})"
+
+    def decimal_weights(self, ctx) -> list:
+        """``w(0..t) = q^k``, ``q = e^{-lam}``, as Decimals in context ``ctx`` (used by :mod:`sparseldp.sampling`).
+
+        Each step multiplies correctly rounded numbers, so ``w(k)`` has relative
+        error below ``k + 2`` units of the context's precision.
+        """
+        D = decimal.Decimal
+        with decimal.localcontext(ctx):
+            w = [D(1)]
+            q = (-D(self.lam)).exp()
+            for _ in range(self.t):
+                w.append(w[-1] * q)
+        return w
+
+    def log_w(self, k):
+        return -self.lam * np.abs(np.asarray(k, dtype=float))
+
+    @_quiet
+    def weights(self, mode: str = "near") -> np.ndarray:
+        """``w(0..t) = e^{-lam k}``: nearest, or rigorous bounds (``lam k`` rounded outward, ``exp`` to 2 ulp)."""
+        k = np.arange(self.t + 1, dtype=float)
+        if mode == "near":
+            return np.exp(-self.lam * k)
+        if mode == "up":
+            return np.where(k == 0, 1.0, _exp_up(-dn(self.lam * k)))
+        return np.where(k == 0, 1.0, _exp_dn(-up(self.lam * k)))
+
+    def _log_geom(self, a, n, mode):
+        """``log G(a, n) = -lam a + log(1 - q^n) - log(1 - q)`` for float arrays ``a >= 0``, ``n >= 1``."""
+        lam = self.lam
+        if mode == "near":
+            return -lam * a + _log1mexp(lam * n, "near") - self._log_one_minus_q
+        if mode == "up":
+            s = up(-dn(lam * a) + _log1mexp(up(lam * n), "up"))
+            return up(s - self._l1mq["dn"])
+        s = dn(-up(lam * a) + _log1mexp(dn(lam * n), "dn"))
+        return dn(s - self._l1mq["up"])
+
+    def _range_nonneg(self, a, b, mode):
+        # sum_{i=a}^{b} q^i = G(a, n),  n = b - a + 1
+        a = np.asarray(a, dtype=float)
+        b = np.minimum(np.asarray(b, dtype=float), self.t)
+        n = b - a + 1
+        val = self._log_geom(a, np.maximum(n, 1.0), mode)
+        return np.where(n >= 1, val, _NEG_INF)
+
+    @_quiet
+    def tail_bound(self) -> float:
+        """Rigorous upper bound on ``sum_{j > t} w(j) = q^{t+1} / (1 - q)`` (exact geometric tail)."""
+        arg = up(-dn(self.lam * (self.t + 1.0)) - self._l1mq["dn"])
+        return float(_exp_up(arg))
+
+    # -- the overlap excess, decided exactly -------------------------------------
+    def _lam_m_minus_eps(self, m, eps, mode="near"):
+        """``lam m - eps`` for integer-valued float arrays ``m >= 0``: ``(positive, value)``.
+
+        ``value`` is rounded to nearest, or a lower (``mode="dn"``) / upper (``"up"``) bound.
+
+        ``positive`` is the exact sign.  In plain floating point
+        ``fl(fl(lam m) - eps)`` is used, with outward rounding for the bounds;
+        where ``|lam m - eps| <= 2^-20 lam m`` (cancellation could hide the sign
+        or the leading bits) the exact split is used instead: ``lam m = 2^E (p + e)``
+        exactly (``TwoProduct`` of the mantissa ``f`` and ``m``), and the sign of
+        ``fl((p - eps') + e)``, ``eps' = eps 2^-E``, is exact (``p - eps'`` is exact
+        by Sterbenz's lemma there, and one correctly rounded addition keeps the
+        sign), with ``lam m - eps`` then known to 2 ulp.
+        """
+        # (the caller suppresses floating-point warnings)
+        p = self.lam * m
+        near = p - eps
+        d = near if mode == "near" else (up(up(p) - eps) if mode == "up" else dn(dn(p) - eps))
+        amb = np.abs(near) <= 2.0**-20 * p
+        if amb.any():
+            shape = amb.shape
+            idx = np.flatnonzero(amb.reshape(-1))
+            mm = np.broadcast_to(m, shape).reshape(-1)[idx]
+            ee = np.ldexp(np.broadcast_to(eps, shape).reshape(-1)[idx], -self._lam_e)
+            pp, e = _two_prod(self._lam_f, mm)
+            df = pp - ee
+            near = np.array(np.broadcast_to(near, shape), dtype=float)
+            near.reshape(-1)[idx] = df + e  # the sign is exact; scaled below
+            pos = near > 0
+            near.reshape(-1)[idx] = np.ldexp(near.reshape(-1)[idx], self._lam_e)
+            if mode == "near":
+                d = near
+            else:
+                d = np.array(np.broadcast_to(d, shape), dtype=float)
+                if mode == "up":
+                    d.reshape(-1)[idx] = up(np.ldexp(up(up(df) + e), self._lam_e))
+                else:
+                    d.reshape(-1)[idx] = dn(np.ldexp(dn(dn(df) + e), self._lam_e))
+            return pos, d
+        return near > 0, d
+
+    def _last_excess(self, h, eps, k1, cap, exact=True):
+        """Exact largest ``k`` in ``[k1, cap]`` with ``lam (h - 2k) > eps`` (``k1 - 1`` if none).
+
+        ``h``, ``k1``, ``cap`` float arrays of integers, ``eps`` finite with
+        ``lam h > eps``.  ``K = ceil(x) - 1`` with ``x = (h - eps/lam)/2``; the
+        rounded ``x`` errs by at most ``2u (h + eps/lam)``, so ``K`` is certain
+        unless ``x`` lies that close to an integer.  Those few are corrected by
+        the exact ``lam (h - 2K) - eps`` and verified with exact comparisons.
+        """
+        lam = self.lam
+        r = eps / lam
+        x = (h - r) / 2.0
+        K = np.minimum(np.maximum(np.ceil(x) - 1.0, k1 - 1.0), cap)
+        if not exact:  # nearest values: an index at a near tie contributes a rounding-sized term either way
+            return K
+        amb = ~(np.abs(x - np.round(x)) > 4.0 * U * (h + np.abs(r)) + 1e-300)
+        if not amb.any():
+            return K
+        idx = np.flatnonzero(amb)
+        hs, es, a1, cp = h[idx], eps[idx], k1[idx], cap[idx]
+        Ks = K[idx]
+        _, d0 = self._lam_m_minus_eps(hs - 2.0 * Ks, es)
+        Ks = np.minimum(np.maximum(Ks + np.ceil(d0 / (2.0 * lam)) - 1.0, a1 - 1.0), cp)
+        for _ in range(8):
+            here = self._lam_m_minus_eps(hs - 2.0 * Ks, es)[0]
+            nxt = self._lam_m_minus_eps(hs - 2.0 * Ks - 2.0, es)[0]
+            bad_here = (Ks >= a1) & ~here  # K claims an excess point it does not have
+            bad_next = (Ks + 1.0 <= cp) & nxt  # the next point is an excess point too
+            if not (bad_here.any() or bad_next.any()):
+                K = K.copy()
+                K[idx] = Ks
+                return K
+            Ks = np.where(bad_here, Ks - 1.0, np.where(bad_next, Ks + 1.0, Ks))
+        raise RuntimeError("internal error: the Laplace excess boundary did not settle")  # pragma: no cover
+
+    @_quiet
+    def numerator_terms(self, eps, h, mode):
+        r"""The defect numerator ``C_t delta_h(eps)`` as nonnegative log terms (Theorem 3).
+
+        ``eps`` float, ``h`` int64 arrays of one shape with ``0 <= h <= 2t``.
+        Returns a list of ``(log_value, nonempty, part)`` with ``part`` in
+        ``{"leak", "overlap"}``.  The overlap loss is ``lam h`` for ``k <= 0``
+        and ``lam (h - 2k)`` for ``0 <= k <= h``, so the excess set on
+        ``[h - t, t]`` is ``[h - t, 0]`` (when ``h <= t`` and ``lam h > eps``)
+        followed by ``[k1, K]``, ``k1 = max(1, h - t)``.  With ``d = lam h - eps``
+        and ``d_K = lam (h - 2K) - eps`` (both > 0, from an exact product):
+
+        * region 1: ``(1 - e^{-d}) G(0, t - h + 1)``;
+        * region 2: ``sum_{k=k1}^{K} (q^k - e^eps q^{h-k})
+          = q^{k1} (1 - q^{K-k1}) (1-q^n)/(1-q) + (1 - e^{-d_K}) q^K (1-q^n)/(1-q)``,
+          ``n = K - k1 + 1``,
+
+        three products of nonnegative factors.
+        """
+        t = self.t
+        hf = h.astype(float)
+        small = h <= t
+        terms = []
+        # support leakage: k = -t .. h-t-1
+        a1 = np.where(small, t - hf + 1.0, 1.0)
+        n1 = np.where(small, hf, float(t))
+        ne1 = np.where(small, h >= 1, t >= 1)
+        terms.append((self._log_geom(a1, np.maximum(n1, 1.0), mode), ne1, "leak"))
+        ne2 = ~small
+        terms.append((self._log_geom(np.zeros_like(hf), np.maximum(hf - t, 1.0), mode), ne2, "leak"))
+        # overlap: only where lam h > eps (decided exactly); computed on that subset
+        shape = hf.shape
+        pos, dh = self._lam_m_minus_eps(hf, eps, mode)
+        idx = np.flatnonzero(pos.reshape(-1) & (h.reshape(-1) >= 1))
+        logs = [np.full(hf.size, _NEG_INF) for _ in range(3)]
+        nes = [np.zeros(hf.size, dtype=bool) for _ in range(3)]
+        if idx.size:
+            hs = hf.reshape(-1)[idx]
+            es = np.broadcast_to(eps, shape).reshape(-1)[idx]
+            d = dh.reshape(-1)[idx]
+            sm = hs <= t
+            # region 1: k = h-t .. 0, all with loss lam h
+            g = self._log_geom(np.zeros_like(hs), np.maximum(t - hs + 1.0, 1.0), mode)
+            logs[0][idx] = np.where(sm, _add(_log1mexp(d, mode), g, mode), _NEG_INF)
+            nes[0][idx] = sm
+            # region 2: k = k1 .. K
+            k1 = np.maximum(1.0, hs - t)
+            cap = np.ceil(hs / 2.0) - 1.0
+            K = self._last_excess(hs, es, k1, cap, exact=mode != "near")
+            has = K >= k1
+            Ks = np.where(has, K, k1)
+            n = Ks - k1 + 1.0
+            _, dk = self._lam_m_minus_eps(hs - 2.0 * Ks, es, mode)
+            if mode == "near":  # K may sit one past a near tie: its term is then within rounding of 0
+                dk = np.maximum(dk, 0.0)
+            common = self._log_geom(np.zeros_like(hs), n, mode)  # log (1 - q^n)/(1 - q)
+            lam = self.lam
+            if mode == "near":
+                v1 = -lam * k1 + _log1mexp(lam * (Ks - k1), "near") + common
+                v2 = _log1mexp(dk, "near") - lam * Ks + common
+            else:
+                lamk1 = up(lam * k1) if mode == "dn" else dn(lam * k1)
+                lamK = up(lam * Ks) if mode == "dn" else dn(lam * Ks)
+                lamd = dn(lam * (Ks - k1)) if mode == "dn" else up(lam * (Ks - k1))
+                v1 = _add(_add(-lamk1, _log1mexp(lamd, mode), mode), common, mode)
+                v2 = _add(_add(_log1mexp(dk, mode), -lamK, mode), common, mode)
+            more = has & (Ks > k1)
+            logs[1][idx] = np.where(more, v1, _NEG_INF)
+            nes[1][idx] = more
+            logs[2][idx] = np.where(has, v2, _NEG_INF)
+            nes[2][idx] = has
+        for lv, ne in zip(logs, nes):
+            terms.append((lv.reshape(shape), ne.reshape(shape), "overlap"))
+        return terms
+
+    def moment_sums(self):
+        t, lam = self.t, self.lam
+        if t == 0:
+            return 0.0, 0.0
+        block = min(t, 1 << 20)
+        i = np.arange(1, block + 1, dtype=float)
+        wi = np.exp(-lam * i)
+        a0, a1, a2 = wi.sum(), (i * wi).sum(), (i * i * wi).sum()
+        # j = m*block + i: sum over blocks m of q^{m block} (sums shifted by m block)
+        nblocks, rem = divmod(t, block)
+        if nblocks <= _MAX_BLOCKS:
+            m = np.arange(nblocks, dtype=float)
+            scale = np.exp(-lam * block * m)
+            s1 = float(np.sum(scale * (m * block * a0 + a1)))
+            s2 = float(np.sum(scale * ((m * block) ** 2 * a0 + 2 * m * block * a1 + a2)))
+        else:
+            _, s1, s2 = _laplace_blocks_by_doubling(lam, block, nblocks, (float(a0), float(a1), float(a2)))
+        if rem:
+            j = nblocks * block + np.arange(1, rem + 1, dtype=float)
+            wj = np.exp(-lam * j)
+            s1 += float((j * wj).sum())
+            s2 += float((j * j * wj).sum())
+        return s1, s2
+
+
+# Blocks of 2^20 radii summed as one array; beyond (t > 2^40) the blocks are combined by doubling.
+_MAX_BLOCKS = 1 << 20
+
+
+def _laplace_blocks_by_doubling(lam: float, block: int, nblocks: int, one):
+    """``(sum q^j, sum j q^j, sum j^2 q^j)`` over ``j = 1 .. nblocks * block`` in O(log nblocks).
+
+    ``one`` holds the three sums over one block ``j = 1 .. block``.  A range
+    shifted by ``d`` contributes ``q^d (S0, d S0 + S1, d^2 S0 + 2 d S1 + S2)``, so
+    sums over ``n1 + n2`` blocks follow from those over ``n1`` and ``n2`` blocks;
+    binary doubling needs ``2 log2(nblocks)`` such steps, each adding positive
+    terms only (no cancellation), and constant memory.
+    """
+
+    def shifted(S, d):
+        q = math.exp(-lam * d)
+        return (q * S[0], q * (d * S[0] + S[1]), q * (d * d * S[0] + 2.0 * d * S[1] + S[2]))
+
+    def add(A, B):
+        return (A[0] + B[0], A[1] + B[1], A[2] + B[2])
+
+    total, covered = (0.0, 0.0, 0.0), 0  # sums over the first `covered` blocks
+    power, size = one, 1  # sums over `size` consecutive blocks starting at j = 1
+    n = nblocks
+    while n:
+        if n & 1:
+            total = add(total, shifted(power, float(covered) * block))
+            covered += size
+        n >>= 1
+        if n:
+            power = add(power, shifted(power, float(size) * block))
+            size *= 2
+    return total
