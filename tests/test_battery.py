@@ -133,3 +133,37 @@ def test_sampler_chi_square(r, domain):
         return
     stat = float(((np.array(obs) - np.array(exp)) ** 2 / np.array(exp)).sum())
     assert stat < stats.chi2.isf(ALPHA, df), (stat, df)
+
+
+@pytest.mark.parametrize("r, domain", CASES, ids=IDS)
+def test_composition_through_the_pld(r, domain):
+    """One report's PLD (dp-accounting, pessimistic) bounds the exact defect of the pair from above, closely."""
+    pld_mod = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")  # noqa: F841
+    from sparseldp.composition import to_pld
+
+    xs, ys, P = _dense(r, domain)
+    i, j = 0, 1
+    if not ((P[i] > 0) & (P[j] > 0)).any():
+        return  # disjoint rows: delta = 1, nothing to compose (to_pld refuses, tested in test_composition)
+    pld = to_pld(r, x=int(xs[i]), x_prime=int(xs[j]))
+    for eps in (0.5, 1.5):
+        exact = max(float(np.maximum(P[i] - np.exp(eps) * P[j], 0.0).sum()),
+                    float(np.maximum(P[j] - np.exp(eps) * P[i], 0.0).sum()))
+        got = float(pld.get_delta_for_epsilon(eps))
+        assert exact - 1e-12 <= got <= exact + 2e-3
+
+
+@pytest.mark.parametrize("r, domain", CASES, ids=IDS)
+def test_estimation_recovers_the_input_distribution(r, domain):
+    """From the exact expected report counts of a known input distribution, the estimate is close to it."""
+    from sparseldp import estimate_frequencies, estimate_mean
+
+    xs, ys, P = _dense(r, domain)
+    p = np.linspace(1.0, 2.0, len(xs))
+    p /= p.sum()
+    n = 10**7  # counts are the expected ones, rounded to integers (error <= 0.5 per output)
+    counts = {int(y): int(round(c)) for y, c in zip(ys, n * (p @ P)) if round(c) > 0}
+    est = estimate_frequencies(counts, r, domain=domain, counts=True, method="inversion")
+    assert np.abs(np.asarray(est) - p).sum() / 2 < 0.02
+    mean = estimate_mean(counts, r, domain=domain, counts=True)
+    assert abs(float(mean) - float(p @ xs)) < 0.05 * (domain[1] - domain[0] + 1)

@@ -100,7 +100,7 @@ def test_log_pmf_pair_is_exact_in_log_space():
     [
         ((SparseLaplace(lam=1.0, s=3),), {}, ValueError, "h .* is required"),
         ((SparseLaplace(lam=1.0, s=3), 0), {}, ValueError, "h must be an integer >= 1"),
-        ((SparseLaplace(lam=1.0, s=3), 1), dict(x=0, x_prime=1), ValueError, "x and x_prime are for channels"),
+        ((SparseLaplace(lam=1.0, s=3), 1), dict(x=0, x_prime=1), ValueError, "give either the separation h or the inputs"),
         ((SparseChannel([[1, 1], [1, 2]]), 1), {}, ValueError, "give x and x_prime instead of h"),
         ((SparseChannel([[1, 1], [1, 2]]),), dict(x=0), ValueError, "x and x_prime .* are required"),
         (("laplace", 1), {}, TypeError, "mechanism must be"),

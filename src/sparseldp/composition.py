@@ -33,8 +33,8 @@ import math
 import numpy as np
 
 from ._validation import check_int, check_positive
-from .channel import SparseChannel
 from .core.mechanisms import RadiusMechanism
+from .core.protocol import LocalRandomizer
 
 __all__ = ["to_pld", "log_pmf_pair"]
 
@@ -54,49 +54,43 @@ def _dp_accounting():
 
 
 def log_pmf_pair(mechanism, h=None, *, x=None, x_prime=None) -> tuple[dict, dict]:
-    """The two rows as ``{output: log probability}`` dicts (supports only).
+    """The two rows as ``{output: log probability}`` dicts (supports only), through the protocol.
 
-    For a mechanism on Z (:class:`SparseLaplace`, :class:`SparseGaussian`) the
-    pair is ``x = 0``, ``x' = h`` (by translation invariance every pair at
+    Any local randomizer takes the two inputs ``x`` and ``x_prime``.  For a
+    mechanism on Z the separation ``h`` alone is a shorthand for the pair
+    ``x = 0``, ``x' = h`` (by translation invariance every pair at
     separation ``h`` has the same PLD, and by reflection both orders too,
     docs/paper.md, "delta* and ordered pairs").  For a :class:`SparseChannel` give the two input values
     ``x`` and ``x_prime``.  Log-probabilities come from the exact ``logpmf``
     (never ``log(pmf)``).
     """
 
-    if isinstance(mechanism, RadiusMechanism):
-        if x is not None or x_prime is not None:
-            raise ValueError("x and x_prime are for channels; a mechanism on Z takes the separation h")
-        if h is None:
-            raise ValueError("h (the separation |x - x'|, an integer >= 1) is required for a mechanism on Z")
-        h = check_int(h, "h", minimum=1)
-        if mechanism.s > _MAX_S:
-            raise ValueError(
-                f"s must be an odd integer <= 2^22 + 1 = {_MAX_S} to build a PLD (dp-accounting takes the two "
-                f"rows as Python dicts, one entry per output); got {mechanism.s}"
-            )
-        t = mechanism.t
-        y0 = np.arange(-t, t + 1, dtype=np.int64)
-        yh = y0 + h
-        upper = dict(zip(y0.tolist(), np.asarray(mechanism.logpmf(y0, 0), dtype=float).tolist()))
-        lower = dict(zip(yh.tolist(), np.asarray(mechanism.logpmf(yh, h), dtype=float).tolist()))
-        return upper, lower
-    if isinstance(mechanism, SparseChannel):
-        if h is not None:
+    if not isinstance(mechanism, LocalRandomizer):
+        raise TypeError(f"mechanism must be a local randomizer (a mechanism on Z or a SparseChannel); got "
+                        f"{type(mechanism).__name__}")
+    on_z = isinstance(mechanism, RadiusMechanism)
+    if h is not None:
+        if not on_z:
             raise ValueError("a channel is not translation invariant: give x and x_prime instead of h")
-        if x is None or x_prime is None:
-            raise ValueError("x and x_prime (two input values of the channel) are required for a channel")
-        x = check_int(x, "x")
-        x_prime = check_int(x_prime, "x_prime")
-        out = []
-        for v in (x, x_prime):
-            labels, _ = mechanism.row(v)
-            logp = np.asarray(mechanism.logpmf(labels, v), dtype=float)
-            out.append(dict(zip(np.asarray(labels).tolist(), logp.tolist())))
-        return out[0], out[1]
-    raise TypeError(
-        f"mechanism must be a SparseLaplace, SparseGaussian or SparseChannel; got {type(mechanism).__name__}"
-    )
+        if x is not None or x_prime is not None:
+            raise ValueError("give either the separation h or the inputs x and x_prime, not both")
+        x, x_prime = 0, check_int(h, "h", minimum=1)
+    elif x is None or x_prime is None:
+        raise ValueError("h (the separation |x - x'|, an integer >= 1) is required for a mechanism on Z"
+                         if on_z else "x and x_prime (two input values of the channel) are required for a channel")
+    x = check_int(x, "x")
+    x_prime = check_int(x_prime, "x_prime")
+    if on_z and mechanism.s > _MAX_S:
+        raise ValueError(
+            f"s must be an odd integer <= 2^22 + 1 = {_MAX_S} to build a PLD (dp-accounting takes the two "
+            f"rows as Python dicts, one entry per output); got {mechanism.s}"
+        )
+    out = []
+    for v in (x, x_prime):  # the protocol: support(x) and logpmf(y, x), for every randomizer alike
+        labels = np.asarray(mechanism.support(v), dtype=np.int64)
+        logp = np.asarray(mechanism.logpmf(labels, v), dtype=float)
+        out.append(dict(zip(labels.tolist(), logp.tolist())))
+    return out[0], out[1]
 
 
 def to_pld(mechanism, h=None, *, x=None, x_prime=None, value_discretization_interval=1e-4):
