@@ -222,9 +222,9 @@ def test_impossible_report_in_gapped_channel_outputs():
 @pytest.mark.parametrize(
     "kwargs, exc, match",
     [
-        (dict(method="mle"), ValueError, "method must be 'em', 'ems' or 'inversion'; got 'mle'"),
-        (dict(method="EMS"), ValueError, "method must be 'em', 'ems' or 'inversion'; got 'EMS'"),
-        (dict(method=1), TypeError, "method must be 'em', 'ems' or 'inversion'; got int 1"),
+        (dict(method="mle"), ValueError, "method must be 'auto', 'em', 'ems' or 'inversion'; got 'mle'"),
+        (dict(method="EMS"), ValueError, "method must be 'auto', 'em', 'ems' or 'inversion'; got 'EMS'"),
+        (dict(method=1), TypeError, "method must be 'auto', 'em', 'ems' or 'inversion'; got int 1"),
         (dict(method="ems", smooth=0), ValueError, r"smooth must be an integer >= 1; got 0"),
         (dict(method="ems", smooth=1.0), TypeError, "smooth must be an integer"),
         (dict(method="em", smooth=2), ValueError, "smooth applies to method='ems' only"),
@@ -599,7 +599,7 @@ def test_frequencies_finite_on_edge_cases(case, method):
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = estimate_frequencies(reports, mech, domain=domain, method=method, return_info=True)
     assert np.all(np.isfinite(est.p)) and np.all(est.p >= 0) and est.p.sum() == pytest.approx(1.0, abs=1e-12)
-    assert math.isfinite(est.mean)
+    assert math.isfinite(est.mean())
 
 # ---------------------------------------------------------------------------
 # EMS: EM with smoothing
@@ -760,5 +760,5 @@ def test_estimate_cli_method_ems(tmp_path, capsys):
     assert "EMS" in text and "smoothing passes 2" in text
     assert main(["estimate", "-m", str(spec), "-c", "age", str(src), "-o", str(tmp_path / "x.csv"),
                  "--domain", "0:99", "--method", "emx"]) == 2
-    assert "--method must be 'em', 'ems' or 'inversion'; got 'emx'" in capsys.readouterr().err
+    assert "--method must be 'em', 'ems', 'inversion' or 'auto'; got 'emx'" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()

@@ -95,8 +95,9 @@ def estimate_command(
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Range of the true values, lo:hi (default: the spec's domain).")] = None,
     method: Annotated[str, typer.Option(
-        "--method", help="em (maximum likelihood), ems (EM with smoothing: for smooth distributions) "
-                         "or inversion.")] = "em",
+        "--method", help="em (maximum likelihood), ems (EM with smoothing: for smooth distributions), "
+                         "inversion, or auto (regularization chosen from the reports by held-out "
+                         "likelihood).")] = "em",
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,
@@ -119,8 +120,8 @@ def estimate_command(
     from ..io import column_counts
     from ..spec import load_spec
 
-    if method not in ("em", "ems", "inversion"):
-        raise ValueError(f"--method must be 'em', 'ems' or 'inversion'; got {method!r}")
+    if method not in ("em", "ems", "inversion", "auto"):
+        raise ValueError(f"--method must be 'em', 'ems', 'inversion' or 'auto'; got {method!r}")
     if smooth is not None and method != "ems":
         raise ValueError(f"--smooth applies to --method ems only; got --smooth {smooth} "
                          f"with --method {method}")
@@ -204,6 +205,8 @@ def estimate_command(
     }
     if method == "ems":
         summary["smooth"] = 1 if smooth is None else smooth
+    if method == "auto":
+        summary["regularization"] = est.regularization
     summary["mean"] = None if mean is None else mean.to_dict()
     table = _table_bytes(values, est.p, table_fmt)
     # write only after everything has succeeded, all files or none
@@ -248,6 +251,9 @@ def estimate_command(
             + ("converged to the fixed point" if est.converged
                else "[NOT converged: raise --max-iter or --tol]")
             + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
+    elif est.method == "auto":
+        say(f"auto: chose {est.regularization} by 5-fold held-out likelihood; log-likelihood within "
+            f"{fmt(est.gap, 3)} nats of the maximum")
     for note in notes:
         typer.echo(note, err=True)
     if plot_bytes is not None:

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_bool, check_int, check_positive
+from .auto import _fit_auto
 from .model import _Model, _model
 from .solvers import _ems, _least_squares, _mle, project_simplex
+from .stats import bootstrap, statistic
 
-_METHODS = ("em", "ems", "inversion")
+_METHODS = ("auto", "em", "ems", "inversion")
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
-_DEFAULT_TOL = {"em": 1e-2, "ems": 1e-8, "inversion": 1e-2}
+_DEFAULT_TOL = {"auto": 1e-2, "em": 1e-2, "ems": 1e-8, "inversion": 1e-2}
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -36,7 +38,7 @@ class FrequencyEstimate:
     p : ndarray
         Frequencies over ``values`` (``lo..hi``), ``>= 0``, summing to 1 (read-only).
     domain : (lo, hi)
-    method : "em", "ems" or "inversion"
+    method : "auto", "em", "ems" or "inversion"
     n : int
         Number of reports.
     iterations : int
@@ -55,6 +57,12 @@ class FrequencyEstimate:
         the :mod:`sparseldp.estimation` docstring); ``inf`` when ``loglik`` is ``-inf``.  For EMS and
         inversion it measures how far the estimate is from the MLE in
         likelihood (by design, not a failure to converge).
+    regularization : str or None
+        ``method="auto"`` only: the member of the regularization path that
+        held-out likelihood chose (:mod:`sparseldp.estimation.auto`):
+        ``"ems smooth=m"``, ``"em steps=t"`` (EM stopped after ``t`` steps) or
+        ``"em mle"``.  ``iterations``, ``converged`` and ``gap`` describe the
+        final refit of that member on all the reports.
     """
 
     p: np.ndarray
@@ -66,15 +74,43 @@ class FrequencyEstimate:
     loglik: float
     gap: float
     newton_steps: int = 0
+    regularization: str | None = None
 
     @property
     def values(self) -> np.ndarray:
         return np.arange(self.domain[0], self.domain[1] + 1, dtype=np.int64)
 
-    @property
-    def mean(self) -> float:
-        """``sum_x x p_x`` (see :func:`estimate_mean` for error bars)."""
-        return float(np.dot(self.values.astype(float), self.p))
+    # -- the statistics people ask for (sparseldp.estimation.stats) -----------------------
+    # Each takes ``ci=``: ``None`` for the point value, or a :class:`~.stats.Bootstrap` of this
+    # estimate (``est.bootstrap(mechanism)``) for ``(value, (lo, hi))`` at ``level``.
+    def mean(self, *, ci=None, level=0.95):
+        """``sum_x x p_x`` (with ``ci``: a bootstrap interval; :func:`estimate_mean` has another)."""
+        return statistic(self, "mean", ci=ci, level=level)
+
+    def var(self, *, ci=None, level=0.95):
+        """The variance ``sum_x (x - mean)^2 p_x``."""
+        return statistic(self, "var", ci=ci, level=level)
+
+    def quantile(self, q, *, ci=None, level=0.95):
+        """The smallest value whose estimated CDF is at least ``q`` (scalar or array in (0, 1))."""
+        return statistic(self, "quantile", ci=ci, level=level, q=q)
+
+    def cdf(self, x, *, ci=None, level=0.95):
+        """The estimated ``P(X <= x)``."""
+        return statistic(self, "cdf", ci=ci, level=level, x=x)
+
+    def range(self, a, b, *, ci=None, level=0.95):
+        """The estimated ``P(a <= X <= b)``."""
+        return statistic(self, "range", ci=ci, level=level, a=a, b=b)
+
+    def bootstrap(self, mechanism, *, B=200, rng=None, smooth=None):
+        """Parametric bootstrap of this estimate (:func:`sparseldp.estimation.stats.bootstrap`).
+
+        Replicate counts are drawn from the fitted output distribution and
+        refit with the same method; ``rng`` only simulates on already
+        privatized counts (no privacy role), so a seed is fine here.
+        """
+        return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth)
 
 
 def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int,
@@ -86,7 +122,6 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     obs = np.flatnonzero(c_all > 0)
     c = c_all[obs]
     A, AT = model.columns(obs)
-    shift = float(c @ model.log_cs[obs])
     if method == "em":
         # rows that reach no observed report get zero mass under the MLE (g = 0 there)
         p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense)
@@ -112,6 +147,15 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     else:
         p = project_simplex(_least_squares(model, c_all / n_f))
         evals, newton_steps, converged, em_gap = 0, 0, True, math.inf
+    return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps)
+
+
+def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged: bool, em_gap: float,
+            newton_steps: int) -> FrequencyEstimate:
+    """The :class:`FrequencyEstimate` of ``p``: log-likelihood and certified gap on the observed outputs."""
+    n_f = float(c.sum())
+    n = int(round(n_f))
+    shift = float(c @ model.log_cs[obs])
     q = AT @ p
     with np.errstate(divide="ignore"):
         if np.all(q > 0):
@@ -127,9 +171,9 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
 
 def _check_method(method) -> str:
     if not isinstance(method, str):
-        raise TypeError(f"method must be 'em', 'ems' or 'inversion'; got {type(method).__name__} {method!r}")
+        raise TypeError(f"method must be 'auto', 'em', 'ems' or 'inversion'; got {type(method).__name__} {method!r}")
     if method not in _METHODS:
-        raise ValueError(f"method must be 'em', 'ems' or 'inversion'; got {method!r}")
+        raise ValueError(f"method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
     return method
 
 
@@ -156,6 +200,10 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", t
     counts = check_bool(counts, "counts")
     model = _model(mechanism, domain)
     c_all = model.counts_of(reports, counts)
+    if method == "auto":
+        if float(c_all.sum()) == 0:
+            raise ValueError("reports must contain at least one report; got none")
+        return _fit_auto(model, c_all, max_iter, _fit, _result)[0]
     return _fit(model, c_all, method, tol, max_iter, smooth)
 
 
@@ -178,7 +226,7 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=No
     domain : (lo, hi)
         The range of the true values; required for mechanisms on Z, defaults
         to the channel's input range for a channel.
-    method : {"em", "ems", "inversion"}
+    method : {"em", "auto", "ems", "inversion"}
         Which estimator (:mod:`sparseldp.estimation` docstring for the math):
 
         * ``"em"`` (default): the maximum-likelihood estimate, by EM with the
@@ -201,6 +249,17 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="em", tol=No
           onto the simplex.  Fast and assumption-free, but it inherits the
           ill-conditioning of the channel (on the example above it is worse
           than the MLE); mostly a baseline.
+        * ``"auto"``: chooses how much to regularize from the reports
+          themselves, by 5-fold cross-validated likelihood
+          (:mod:`sparseldp.estimation.auto`): the counts are split exactly into
+          5 i.i.d. folds by multivariate hypergeometric thinning (seeded from
+          the counts, so the result is a deterministic function of them);
+          each member of a path (EMS with 8, 4, 2, 1 smoothing passes; EM
+          stopped after 1..4096 steps; the MLE) is fit on 4 folds and scored
+          by the log-likelihood of the fifth; the best is refit on all the
+          reports.  ``FrequencyEstimate.regularization`` names the choice.
+          Costs several EM fits.  ``tol`` is not used (each member has its
+          own default).
     tol : float > 0, optional
         Stopping tolerance, in the unit of the method.  ``"em"``: EM stops when
         the certified log-likelihood gap ``n log max_x g_x`` is at most ``tol``

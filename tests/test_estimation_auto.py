@@ -1,0 +1,90 @@
+"""method="auto": cross-validated choice of regularization (sparseldp.estimation.auto).
+
+Deterministic for given counts; an exact split of the counts into folds; little
+smoothing on a point mass, more on a smooth truth (well below the MLE's error);
+max_iter respected.  Seeded simulations only; each case is a single fit on
+k = 40 values, a fraction of a second.
+"""
+
+import numpy as np
+import pytest
+
+from sparseldp import SparseLaplace
+from sparseldp.estimation import ReportCounts, estimate_frequencies
+from sparseldp.estimation.auto import _FOLDS, _split
+from sparseldp.sampling import sample
+
+K = 40
+MECH = SparseLaplace(lam=0.3, s=61)  # window wider than the domain: the MLE overfits smooth truths
+
+
+def _reports(pop, n, seed):
+    gen = np.random.default_rng(seed)
+    counts = gen.multinomial(n, pop)
+    return sample(MECH, np.repeat(np.arange(K), counts), rng=gen), counts / n
+
+
+def _tv(p, q):
+    return 0.5 * float(np.abs(np.asarray(p) - q).sum())
+
+
+def _smooth_pop():
+    x = np.arange(K)
+    w = np.exp(-0.5 * ((x - 15) / 6.0) ** 2)
+    return w / w.sum()
+
+
+def test_split_is_exact_and_deterministic():
+    c = np.array([0, 5, 17, 1, 0, 240, 3], dtype=float)
+    a, b = _split(c, _FOLDS), _split(c, _FOLDS)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(a.sum(axis=1), c)
+    sizes = a.sum(axis=0)
+    assert sizes.max() - sizes.min() <= 1 and np.all(a >= 0)
+
+
+def test_deterministic_for_given_counts():
+    y, _ = _reports(_smooth_pop(), 20_000, 1)
+    a = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    rc = ReportCounts.from_reports(y)
+    b = estimate_frequencies(rc, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    assert a.method == "auto" and a.regularization == b.regularization
+    np.testing.assert_array_equal(a.p, b.p)
+    assert a.n == 20_000 and abs(a.p.sum() - 1.0) < 1e-12 and np.all(a.p >= 0)
+
+
+def test_point_mass_gets_little_smoothing():
+    pop = np.zeros(K)
+    pop[17] = 1.0
+    y, truth = _reports(pop, 20_000, 2)
+    est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    assert not est.regularization.startswith("ems"), est.regularization
+    assert _tv(est.p, truth) < 0.1
+
+
+def test_smooth_truth_gets_regularized():
+    y, truth = _reports(_smooth_pop(), 20_000, 3)
+    auto = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    mle = estimate_frequencies(y, MECH, domain=(0, K - 1), method="em")
+    assert auto.regularization != "em mle"
+    assert _tv(auto.p, truth) < 0.5 * _tv(mle, truth)
+
+
+def test_respects_max_iter():
+    y, _ = _reports(_smooth_pop(), 5_000, 4)
+    est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", max_iter=20, return_info=True)
+    assert est.iterations <= 20
+    if est.regularization.startswith("em steps="):
+        assert int(est.regularization.split("=")[1]) <= 20
+
+
+def test_few_reports_fall_back_to_mle():
+    est = estimate_frequencies([3, 5, 7], MECH, domain=(0, K - 1), method="auto", return_info=True)
+    assert est.regularization == "em mle" and est.method == "auto"
+
+
+def test_other_methods_record_no_regularization():
+    y, _ = _reports(_smooth_pop(), 1_000, 5)
+    assert estimate_frequencies(y, MECH, domain=(0, K - 1), method="ems", return_info=True).regularization is None
+    with pytest.raises(ValueError, match="smooth applies to method='ems' only"):
+        estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", smooth=2)

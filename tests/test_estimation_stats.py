@@ -1,0 +1,239 @@
+"""Statistics of an estimated distribution (sparseldp.estimation.stats): distances,
+point statistics on exact small examples, and the parametric bootstrap's intervals
+(contain the estimate, reproducible for a seed, shrink with n).  Coverage is measured
+by benchmarks/bench_coverage.py, not here."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from sparseldp import SparseLaplace
+from sparseldp.estimation import estimate_frequencies
+from sparseldp.estimation import stats
+from sparseldp.sampling import sample
+
+probs = arrays(float, st.integers(1, 12), elements=st.floats(0, 1)).filter(lambda a: a.sum() > 1e-3).map(
+    lambda a: a / a.sum())
+
+
+def _pair(draw_len=8):
+    return st.tuples(
+        arrays(float, draw_len, elements=st.floats(0, 1)).filter(lambda a: a.sum() > 1e-3).map(lambda a: a / a.sum()),
+        arrays(float, draw_len, elements=st.floats(0, 1)).filter(lambda a: a.sum() > 1e-3).map(lambda a: a / a.sum()),
+    )
+
+
+# -- distances -----------------------------------------------------------------------
+
+@given(probs)
+def test_distance_to_itself_is_zero(p):
+    for metric in ("tv", "w1", "ks"):
+        assert stats.distance(p, p, metric) == pytest.approx(0.0, abs=1e-12)
+
+
+@given(_pair())
+def test_distance_symmetric_and_bounded(pq):
+    p, q = pq
+    tv, ks, w1 = (stats.distance(p, q, m) for m in ("tv", "ks", "w1"))
+    for m in ("tv", "w1", "ks"):
+        assert stats.distance(p, q, m) == pytest.approx(stats.distance(q, p, m), abs=1e-12)
+    assert 0.0 <= ks <= tv + 1e-12 <= 1.0 + 1e-12  # |F_p - F_q| <= TV pointwise
+    assert w1 <= 7 * tv + 1e-12  # W1 <= diameter * TV on 0..7
+    assert ks <= w1 + 1e-12  # unit gaps: max <= sum
+
+
+@pytest.mark.parametrize("shift", [0, 1, 5, 17])
+def test_w1_of_shifted_point_masses_is_the_shift(shift):
+    k = 20
+    p, q = np.zeros(k), np.zeros(k)
+    p[2], q[2 + shift] = 1.0, 1.0
+    assert stats.distance(p, q, "w1") == pytest.approx(shift)
+    assert stats.distance(p, q, "tv") == (1.0 if shift else 0.0)
+    assert stats.distance(p, q, "ks") == (1.0 if shift else 0.0)
+    # gaps scale W1 only
+    v = 3 * np.arange(k) + 10
+    assert stats.distance(p, q, "w1", values=v) == pytest.approx(3 * shift)
+
+
+def test_distance_exact_values():
+    p, q = np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5])
+    assert stats.distance(p, q) == pytest.approx(0.5)
+    assert stats.distance(p, q, "ks") == pytest.approx(0.5)
+    assert stats.distance(p, q, "w1") == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("args, kw, exc, text", [
+    (([0.5, 0.5], [0.5, 0.5]), {"metric": "l2"}, ValueError, "metric must be 'tv', 'w1' or 'ks'; got 'l2'"),
+    (([0.5, 0.5], [0.5, 0.5]), {"metric": 1}, TypeError, "metric must be"),
+    (([0.5, 0.5], [1.0]), {}, ValueError, "same length"),
+    (([0.5, 0.6], [0.5, 0.5]), {}, ValueError, "must sum to 1"),
+    (([-0.5, 1.5], [0.5, 0.5]), {}, ValueError, ">= 0"),
+    (("ab", [0.5, 0.5]), {}, TypeError, "p must be an array"),
+    (([0.5, 0.5], [0.5, 0.5]), {"values": [1, 1]}, ValueError, "strictly increasing"),
+    (([0.5, 0.5], [0.5, 0.5]), {"values": [1, 2, 3]}, ValueError, "length 2"),
+])
+def test_distance_bad_input(args, kw, exc, text):
+    with pytest.raises(exc, match=text.replace("(", r"\(").replace(")", r"\)")):
+        stats.distance(*args, **kw)
+
+
+# -- point statistics --------------------------------------------------------------------
+
+P4 = np.array([0.1, 0.4, 0.0, 0.5])  # on values 0..3
+
+
+def test_point_statistics_exact():
+    assert stats.mean(P4) == pytest.approx(0.4 + 1.5)
+    assert stats.var(P4) == pytest.approx(0.4 + 4.5 - 1.9**2)
+    assert stats.quantile(P4, 0.1) == 0  # cdf(0) = 0.1 reaches 0.1 exactly
+    assert stats.quantile(P4, 0.5) == 1
+    assert stats.quantile(P4, 0.50001) == 3  # 2 has no mass
+    np.testing.assert_array_equal(stats.quantile(P4, [0.05, 0.3, 0.9]), [0, 1, 3])
+    np.testing.assert_allclose(stats.cdf(P4, [-1, 0, 0.5, 1, 2, 3, 10]), [0, 0.1, 0.1, 0.5, 0.5, 1, 1])
+    assert stats.range_prob(P4, 1, 2) == pytest.approx(0.4)
+    assert stats.range_prob(P4, 0.5, 3) == pytest.approx(0.9)
+    assert stats.range_prob(P4, 2, 2) == 0.0
+    v = np.array([10, 20, 30, 40])
+    assert stats.quantile(P4, 0.5, v) == 20
+    assert stats.cdf(P4, 25, v) == pytest.approx(0.5)
+    assert stats.mean(P4, v) == pytest.approx(29.0)
+
+
+@given(probs, st.floats(1e-6, 1 - 1e-6))
+def test_quantile_inverts_cdf(p, q):
+    x = stats.quantile(p, q)
+    assert stats.cdf(p, x) >= q - 1e-9
+    if x > 0:
+        assert stats.cdf(p, x - 1) < q + 1e-9
+
+
+def test_statistics_vectorize_over_rows():
+    P = np.stack([P4, P4[::-1]])
+    np.testing.assert_allclose(stats.mean(P), [1.9, 1.1])
+    assert stats.quantile(P, [0.5, 0.9]).shape == (2, 2)
+    assert stats.range_prob(P, 0, 1).shape == (2,)
+
+
+@pytest.mark.parametrize("fn, args, exc, text", [
+    (stats.quantile, (P4, 0.0), ValueError, r"q must lie in \(0, 1\); got 0.0"),
+    (stats.quantile, (P4, 1.5), ValueError, r"q must lie in \(0, 1\); got 1.5"),
+    (stats.quantile, (P4, "a"), TypeError, "q must be"),
+    (stats.range_prob, (P4, 3, 1), ValueError, "a must be <= b; got a = 3.0 > b = 1.0"),
+    (stats.cdf, (P4, float("nan")), ValueError, "x must not be nan"),
+])
+def test_statistics_bad_input(fn, args, exc, text):
+    with pytest.raises(exc, match=text):
+        fn(*args)
+
+
+# -- bootstrap ---------------------------------------------------------------------------
+
+MECH = SparseLaplace(lam=0.5, s=21)
+DOM = (0, 29)
+
+
+def _estimate(n, method="ems", seed=0):
+    gen = np.random.default_rng(seed)
+    v = np.arange(30)
+    p = np.exp(-0.5 * ((v - 12) / 5) ** 2)
+    p /= p.sum()
+    y = sample(MECH, gen.choice(30, size=n, p=p), rng=gen)
+    return estimate_frequencies(y, MECH, domain=DOM, method=method, return_info=True)
+
+
+@pytest.fixture(scope="module")
+def est():
+    return _estimate(20_000)
+
+
+@pytest.mark.parametrize("method", ["ems", "em", "inversion"])
+def test_bootstrap_intervals_contain_the_estimate(method):
+    e = _estimate(20_000, method)
+    bs = stats.bootstrap(e, MECH, B=40 if method == "em" else 100, rng=1)
+    assert bs.replicates.shape == (bs.B, 30)
+    np.testing.assert_allclose(bs.replicates.sum(axis=1), 1.0)
+    for stat, kw in [("mean", {}), ("var", {}), ("quantile", {"q": 0.5}), ("quantile", {"q": 0.9}),
+                     ("cdf", {"x": 10}), ("range", {"a": 5, "b": 15})]:
+        t = bs.point(stat, **kw)
+        plo, phi = bs.interval(stat, kind="percentile", **kw)
+        blo, bhi = bs.interval(stat, kind="basic", **kw)
+        # basic = percentile reflected about the estimate (before clipping to the statistic's range)
+        if stat != "quantile":  # quantiles invert the CDF band instead
+            assert blo == pytest.approx(max(2 * t - phi, 0.0)) and bhi == pytest.approx(2 * t - plo)
+        if stat != "var":
+            # EMS's smoothing bias on the variance is systematic (each refit smooths again), so
+            # there the replicates sit to one side of the estimate; elsewhere they straddle it
+            assert plo <= t <= phi, (stat, plo, t, phi)
+            assert blo <= t <= bhi, (stat, blo, t, bhi)
+    lo, hi = bs.interval("p")
+    assert lo.shape == hi.shape == (30,)
+    assert np.all((0 <= lo) & (lo <= hi) & (hi <= 1))
+    if method == "ems":
+        # not for the MLE: its frequencies at the boundary (p_j ~ 0) are pushed up by every refit
+        assert np.all((lo <= e.p + 1e-12) & (e.p <= hi + 1e-12))
+
+
+def test_bootstrap_deterministic_for_a_seed(est):
+    a = stats.bootstrap(est, MECH, B=50, rng=7)
+    b = stats.bootstrap(est, MECH, B=50, rng=np.random.default_rng(7))
+    np.testing.assert_array_equal(a.replicates, b.replicates)
+    assert a.interval("quantile", q=0.5) == b.interval("quantile", q=0.5)
+    c = stats.bootstrap(est, MECH, B=50, rng=8)
+    assert not np.array_equal(a.replicates, c.replicates)
+
+
+def test_bootstrap_intervals_shrink_with_n():
+    widths = []
+    for n in (5_000, 80_000):
+        bs = stats.bootstrap(_estimate(n), MECH, B=100, rng=3)
+        lo, hi = bs.interval("mean")
+        rlo, rhi = bs.interval("range", a=5, b=15)
+        widths.append((hi - lo, rhi - rlo))
+    # standard errors scale as n^-1/2: 16x the reports, about 4x narrower
+    assert widths[1][0] < widths[0][0] / 2
+    assert widths[1][1] < widths[0][1] / 2
+
+
+def test_bootstrap_bad_input(est):
+    with pytest.raises(TypeError, match="estimate must be a FrequencyEstimate"):
+        stats.bootstrap(est.p, MECH)
+    with pytest.raises(ValueError, match="B must be"):
+        stats.bootstrap(est, MECH, B=1)
+    with pytest.raises(TypeError, match="rng must be"):
+        stats.bootstrap(est, MECH, rng="seed")
+    bs = stats.bootstrap(est, MECH, B=20, rng=0)
+    with pytest.raises(ValueError, match="stat must be one of"):
+        bs.interval("median")
+    with pytest.raises(TypeError, match="takes keyword arguments"):
+        bs.interval("quantile")
+    with pytest.raises(ValueError, match="kind must be 'basic' or 'percentile'"):
+        bs.interval("mean", kind="bca")
+    with pytest.raises(ValueError, match="level"):
+        bs.interval("mean", level=1.0)
+
+
+def test_statistic_with_and_without_ci(est):
+    bs = stats.bootstrap(est, MECH, B=30, rng=2)
+    assert stats.statistic(est, "mean") == pytest.approx(stats.mean(est.p, est.values))
+    assert stats.statistic(est, "quantile", q=0.5) == stats.quantile(est.p, 0.5, est.values)
+    t, (lo, hi) = stats.statistic(est, "range", ci=bs, a=5, b=15)
+    assert t == pytest.approx(stats.range_prob(est.p, 5, 15, est.values))
+    assert (lo, hi) == bs.interval("range", a=5, b=15)
+    with pytest.raises(TypeError, match="ci must be None or a Bootstrap"):
+        stats.statistic(est, "mean", ci=True)
+    with pytest.raises(ValueError, match="ci must be a Bootstrap of this estimate"):
+        stats.statistic(_estimate(5_000), "mean", ci=bs)
+
+
+def test_quantile_interval_inverts_the_cdf_band():
+    v = np.arange(4)
+    other = np.array([0.0, 0.6, 0.0, 0.4])  # median 1, like P4; cdf(0) 0 vs 0.1
+    reps = np.stack([P4] * 10 + [other] * 10)
+    bs = stats.Bootstrap(p=P4, values=v, replicates=reps, method="em")
+    # percentile CDF band: [0, 0.1] at 0, [0.5, 0.6] at 1, [0.5, 0.6] at 2, 1 at 3
+    assert bs.interval("quantile", q=0.5) == (1.0, 1.0)
+    assert bs.interval("quantile", q=0.55) == (1.0, 3.0)
+    assert bs.interval("quantile", q=0.05) == (0.0, 1.0)
+    assert bs.interval("quantile", q=0.05) == bs.interval("quantile", q=0.05, kind="percentile")  # em default
