@@ -237,3 +237,18 @@ def test_quantile_interval_inverts_the_cdf_band():
     assert bs.interval("quantile", q=0.55) == (1.0, 3.0)
     assert bs.interval("quantile", q=0.05) == (0.0, 1.0)
     assert bs.interval("quantile", q=0.05) == bs.interval("quantile", q=0.05, kind="percentile")  # em default
+
+
+def test_bootstrap_of_an_early_stopped_auto_estimate():
+    """An 'auto' estimate that chose early-stopped EM is bootstrapped with the same number of steps."""
+    import sparseldp as sl
+    from sparseldp.estimation import estimate_frequencies_full
+
+    m = sl.SparseLaplace(lam=0.5, s=7)
+    x = np.random.default_rng(1).integers(0, 30, 20_000)
+    est = estimate_frequencies_full(m.sample(x, rng=1), m, domain=(0, 29), method="auto")
+    assert est.regularization.startswith("em steps=")  # a uniform truth: a few EM steps from uniform
+    b = est.bootstrap(m, rng=0, B=50)
+    value, (lo, hi) = est.mean(ci=b)
+    assert lo <= value <= hi and hi - lo < 1.0
+    assert b.replicates.shape == (50, 30) and b.converged == 50

@@ -326,13 +326,22 @@ def _ems_batch(S, C, n, P0, passes, tol, max_iter):
     return P, max_iter, ~active
 
 
+def _check_smooth(smooth, method: str) -> int:
+    if smooth is None:
+        return 1
+    if method != "ems":
+        raise ValueError(f"smooth applies to method='ems' only; got smooth={smooth!r} with method={method!r}")
+    return check_int(smooth, "smooth", minimum=1)
+
+
 def _refit_plan(estimate, smooth, check_smooth):
-    """(method, smooth passes) to refit replicates with.
+    """``(method, smooth passes, EM steps or None)`` to refit replicates with.
 
     ``method="auto"`` refits the member of the regularization path it chose
     (``estimate.regularization``), so the intervals leave out the variability of
     the choice itself (re-running the selection per replicate would cost a full
-    path fit each).  ``"em steps=t"`` (early-stopped EM) is not supported yet.
+    path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
+    start, as the member was fit.
     """
     method = getattr(estimate, "method", None)
     if method == "auto":
@@ -340,14 +349,16 @@ def _refit_plan(estimate, smooth, check_smooth):
         if smooth is not None:
             raise ValueError(f"smooth must not be given for method='auto' (the estimate records {reg!r})")
         if reg.startswith("ems smooth="):
-            return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1)
+            return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1), None
+        if reg.startswith("em steps="):
+            return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=1)
         if reg == "em mle":
-            return "em", 1
-        raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m' "
-                         f"or 'em mle'; got {reg!r}")
+            return "em", 1, None
+        raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
+                         f"'em steps=t' or 'em mle'; got {reg!r}")
     if method not in ("em", "ems", "inversion"):
         raise ValueError(f"estimate.method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
-    return method, check_smooth(smooth, method)
+    return method, check_smooth(smooth, method), None
 
 
 @dataclass(frozen=True)
@@ -543,15 +554,14 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     -------
     Bootstrap
     """
-    from .frequencies import FrequencyEstimate, _check_smooth  # frequencies may grow methods calling us
-
-    if not isinstance(estimate, FrequencyEstimate):
+    # duck-typed: frequencies.py imports this module (FrequencyEstimate's methods call it)
+    if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "method", "n")):
         raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
-    method, smooth = _refit_plan(estimate, smooth, _check_smooth)
+    method, smooth, steps = _refit_plan(estimate, smooth, _check_smooth)
     B = check_int(B, "B", minimum=2)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if tol is None:
-        tol = _REFIT_TOL.get(method, 0.0)
+        tol = _REFIT_TOL.get(method, 0.0) if method != "em-steps" else 0.0
     elif isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
         raise TypeError(f"tol must be a real number > 0; got {type(tol).__name__} {tol!r}")
     elif not (tol > 0 and math.isfinite(tol)):
@@ -567,7 +577,14 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
     C = gen.multinomial(n, q_hat, size=B).astype(float)
-    if method == "ems":
+    if method == "em-steps":
+        # the same t plain EM steps from the uniform start as the chosen member: the batched map
+        # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
+        P0 = np.full((B, model.k), 1.0 / model.k)
+        P, _, _ = _ems_batch(model.S, C, float(n), P0, 0, 0.0, steps)
+        n_conv = B
+        method = "em"
+    elif method == "ems":
         S = model.S
         P0 = np.broadcast_to(p_hat, (B, model.k))
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
