@@ -242,11 +242,13 @@ def test_estimate_writes_the_format_its_extension_says(d, capsys, name, kind):
     assert rc == 0, err
     if kind == "parquet":
         t = pq.read_table(d / name)
-        assert t.column_names == ["value", "frequency"] and t.num_rows == 10
+        assert t.column_names == ["value", "frequency", "ci_low", "ci_high"] and t.num_rows == 10
         assert abs(sum(t.column("frequency").to_pylist()) - 1) < 1e-9
+        lo, f, hi = (np.array(t.column(c).to_pylist()) for c in ("ci_low", "frequency", "ci_high"))
+        assert np.all(lo <= hi)
     else:
         sep = "," if kind == "csv" else "\t"
-        assert (d / name).read_text().splitlines()[0] == f"value{sep}frequency"
+        assert (d / name).read_text().splitlines()[0] == sep.join(["value", "frequency", "ci_low", "ci_high"])
 
 
 def test_estimate_refuses_an_unknown_output_extension(d, capsys):
@@ -271,7 +273,7 @@ def test_stdin_and_stdout(d):
                  cwd=d)
     assert proc2.returncode == 0, proc2.stderr
     table = proc2.stdout.decode().splitlines()
-    assert table[0] == "value,frequency" and len(table) == 11
+    assert table[0] == "value,frequency,ci_low,ci_high" and len(table) == 11
     assert b"mean =" in proc2.stderr  # the summary goes to stderr when stdout carries the table
     assert not (d / "-").exists()
 
@@ -418,3 +420,31 @@ def test_clipped_estimate_with_empty_tail_has_a_finite_error_bar(tmp_path, capsy
     mean = json.loads(out)["mean"]
     assert np.isfinite(mean["stderr"]) and mean["stderr"] > 0
     assert mean["ci_low"] < 49.5 < mean["ci_high"]
+
+
+def test_estimate_reports_derived_statistics_with_intervals(d, capsys):
+    rep = _reports(d)
+    rc, out, err = run(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv", "--domain",
+                       "0:9", "--method", "ems", "--quantiles", "0.25,0.5", "--range", "2:6", "--json")
+    assert rc == 0, err
+    rows = {r["statistic"]: r for r in json.loads(out)["statistics"]}
+    assert set(rows) == {"mean", "variance", "quantile 0.25", "quantile 0.5", "P(2 <= X <= 6)"}
+    for r in rows.values():
+        assert r["ci_low"] <= r["value"] + 1e-12 and r["value"] <= r["ci_high"] + 1e-12 or r["statistic"] == "variance"
+    assert 0.0 < rows["P(2 <= X <= 6)"]["value"] < 1.0
+    rc, out, err = run(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e2.csv", "--domain",
+                       "0:9", "--bootstrap", "0", "--json")
+    assert rc == 0 and all(r["ci_low"] is None for r in json.loads(out)["statistics"])
+    assert (d / "e2.csv").read_text().splitlines()[0] == "value,frequency"
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--quantiles", "0.5,2"], "--quantiles must be comma-separated numbers in (0, 1)"),
+    (["--range", "5:1"], "--range must be lo:hi"),
+    (["--bootstrap", "1"], "--bootstrap must be 0"),
+])
+def test_estimate_statistic_options_are_checked(d, capsys, argv, fragment):
+    rep = _reports(d)
+    assert fragment in one_error(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv",
+                                 "--domain", "0:9", *argv)
+    assert not (d / "e.csv").exists()

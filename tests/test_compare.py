@@ -173,7 +173,7 @@ def test_estimate_cli_csv_output_matches_library(capsys, reports):
                         "--plot", fig], capsys)
     assert rc == 0, err
     lines = out_csv.read_text().splitlines()
-    assert lines[0] == "value,frequency" and len(lines) == 101
+    assert lines[0] == "value,frequency,ci_low,ci_high" and len(lines) == 101
     got = np.array([float(line.split(",")[1]) for line in lines[1:]])
     np.testing.assert_allclose(got, estimate_frequencies(y, mech, domain=(0, 99)), rtol=0, atol=1e-15)
     m = estimate_mean(y, mech, domain=(0, 99))

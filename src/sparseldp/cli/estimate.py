@@ -9,6 +9,10 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   ``domain`` in the spec it is the mechanism on Z; with one, the spec's
   channel (extended or clipped window).  ``--domain lo:hi`` is the range of the
   true values (required unless the spec has a domain; it must lie inside it).
+* Prints derived statistics (mean, variance, ``--quantiles``, ``--range a:b``)
+  with intervals from a parametric bootstrap of the counts (``--bootstrap B``
+  replicates, seeded: it only simulates on privatized counts; 0 turns the
+  intervals off), and adds ``ci_low,ci_high`` columns to the table.
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
   then on stderr): on any error nothing is written.  ``-`` as the input reads
@@ -35,6 +39,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import numpy as np
 import typer
 
 from . import app
@@ -43,6 +48,39 @@ from ._common import Command, atomic_write_all, check_distinct_paths, check_outp
 
 #: Largest --max-iter.
 MAX_ITER = 10_000_000
+#: Largest --bootstrap (each replicate is one refit).
+MAX_BOOT = 10_000
+
+
+def _parse_quantiles(text: str) -> list[float]:
+    msg = f"--quantiles must be comma-separated numbers in (0, 1), e.g. 0.1,0.5,0.9; got {text!r}"
+    try:
+        qs = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(msg) from None
+    if not qs or len(qs) > 100 or not all(0.0 < q < 1.0 for q in qs):
+        raise ValueError(msg)
+    return qs
+
+
+def _statistics(est, target, qs, rng_range, B, smooth, level):
+    """Derived statistics with bootstrap intervals: ``(rows, per-value intervals or None)``."""
+    # seeded: the bootstrap only simulates on already privatized counts (no privacy role)
+    b = est.bootstrap(target, B=B, rng=0, smooth=smooth if est.method == "ems" else None) if B else None
+
+    def stat(name, fn, **kw):
+        if b is None:
+            return {"statistic": name, "value": float(fn(**kw)), "ci_low": None, "ci_high": None}
+        value, (lo, hi) = fn(ci=b, level=level, **kw)
+        return {"statistic": name, "value": float(value), "ci_low": float(lo), "ci_high": float(hi)}
+
+    rows = [stat("mean", est.mean), stat("variance", est.var)]
+    rows += [stat(f"quantile {q:g}", est.quantile, q=q) for q in qs]
+    if rng_range is not None:
+        a, c = rng_range
+        rows.append(stat(f"P({a} <= X <= {c})", est.range, a=a, b=c))
+    per_value = None if b is None else b.interval("p", level=level)
+    return rows, per_value
 
 __all__ = ["estimate_command"]
 
@@ -66,8 +104,11 @@ def _table_format(output) -> str:
     return fmt_
 
 
-def _table_bytes(values, p, fmt_: str) -> bytes:
-    """``value,frequency`` rows in the output's format."""
+def _table_bytes(values, p, fmt_: str, ci=None) -> bytes:
+    """``value,frequency`` rows in the output's format, plus ``ci_low,ci_high`` with intervals."""
+    cols = {"value": np.asarray(values, dtype=np.int64), "frequency": np.asarray(p, dtype=float)}
+    if ci is not None:
+        cols["ci_low"], cols["ci_high"] = np.asarray(ci[0], dtype=float), np.asarray(ci[1], dtype=float)
     if fmt_ == "parquet":
         import io
 
@@ -75,11 +116,14 @@ def _table_bytes(values, p, fmt_: str) -> bytes:
         import pyarrow.parquet as pq
 
         buf = io.BytesIO()
-        table = pa.table({"value": pa.array(values, type=pa.int64()), "frequency": pa.array(p, type=pa.float64())})
-        pq.write_table(table, buf)
+        pq.write_table(pa.table({k: pa.array(v) for k, v in cols.items()}), buf)
         return buf.getvalue()
     sep = "," if fmt_ == "csv" else "\t"
-    lines = [f"value{sep}frequency"] + [f"{int(v)}{sep}{float(f)!r}" for v, f in zip(values, p)]
+    names = list(cols)
+    lines = [sep.join(names)] + [
+        sep.join(str(int(cols[k][i])) if k == "value" else repr(float(cols[k][i])) for k in names)
+        for i in range(len(cols["value"]))
+    ]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
@@ -109,6 +153,12 @@ def estimate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     format: Annotated[Optional[str], typer.Option(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
+    quantiles: Annotated[str, typer.Option(
+        "--quantiles", help="Quantiles to report, comma-separated in (0, 1).")] = "0.1,0.5,0.9",
+    range_: Annotated[Optional[str], typer.Option(
+        "--range", help="Also report P(a <= X <= b) for a:b.", show_default=False)] = None,
+    boot: Annotated[int, typer.Option(
+        "--bootstrap", help=f"Bootstrap replicates for the intervals (0: none; at most {MAX_BOOT}).")] = 200,
 ) -> None:
     """Estimate the distribution and mean of the true values from a column of reports."""
     import warnings
@@ -126,6 +176,11 @@ def estimate_command(
         raise ValueError(f"--smooth applies to --method ems only; got --smooth {smooth} "
                          f"with --method {method}")
     max_iter = check_int(max_iter, "--max-iter", minimum=1, maximum=MAX_ITER)
+    boot = check_int(boot, "--bootstrap", minimum=0, maximum=MAX_BOOT)
+    if boot == 1:
+        raise ValueError("--bootstrap must be 0 (no intervals) or an integer in [2, 10000]; got 1")
+    qs = _parse_quantiles(quantiles)
+    rng_range = None if range_ is None else parse_domain(range_, "--range")
     if not column:
         raise ValueError("--column must be a non-empty column name; got ''")
     check_distinct_paths({"the input": input, "--mechanism": mechanism}, {"-o": output, "--plot": plot})
@@ -182,6 +237,7 @@ def estimate_command(
         mean_tol = 1e-2 if (tol is None or method == "ems") else tol
         mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol, max_iter=max_iter) \
             if rc.n >= 2 else None
+        stats_rows, per_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
             raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
@@ -208,7 +264,9 @@ def estimate_command(
     if method == "auto":
         summary["regularization"] = est.regularization
     summary["mean"] = None if mean is None else mean.to_dict()
-    table = _table_bytes(values, est.p, table_fmt)
+    summary["statistics"] = stats_rows
+    summary["bootstrap"] = boot
+    table = _table_bytes(values, est.p, table_fmt, per_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
     if plot_bytes is not None:
@@ -254,6 +312,18 @@ def estimate_command(
     elif est.method == "auto":
         say(f"auto: chose {est.regularization} by 5-fold held-out likelihood; log-likelihood within "
             f"{fmt(est.gap, 3)} nats of the maximum")
+    from rich.table import Table
+
+    tab = Table(title=(f"derived statistics, {confidence:.0%} intervals from a parametric bootstrap "
+                       f"({boot} replicates)") if boot else "derived statistics (no intervals: --bootstrap 0)")
+    tab.add_column("statistic")
+    for col in ("estimate", "low", "high"):
+        tab.add_column(col, justify="right")
+    for row in stats_rows:
+        tab.add_row(row["statistic"], fmt(row["value"], 6),
+                    "-" if row["ci_low"] is None else fmt(row["ci_low"], 6),
+                    "-" if row["ci_high"] is None else fmt(row["ci_high"], 6))
+    console.print(tab)
     for note in notes:
         typer.echo(note, err=True)
     if plot_bytes is not None:
