@@ -448,3 +448,26 @@ def test_estimate_statistic_options_are_checked(d, capsys, argv, fragment):
     assert fragment in one_error(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv",
                                  "--domain", "0:9", *argv)
     assert not (d / "e.csv").exists()
+
+
+def test_estimate_plot_with_truth_and_intervals(d, capsys):
+    rep = _reports(d)
+    (d / "truth.csv").write_text("y\n" + "\n".join(str(v) for v in range(10)) + "\n")
+    rc, _, err = run(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv", "--domain",
+                     "0:9", "--plot", d / "e.png", "--truth", d / "truth.csv")
+    assert rc == 0, err
+    assert (d / "e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--truth", "{d}/truth.csv"], "give --plot FILE"),
+    (["--plot", "{d}/e.png", "--truth-column", "y"], "--truth-column needs --truth FILE"),
+    (["--plot", "{d}/e.png", "--truth", "{d}/truth.csv", "--truth-column", "nope"], "column 'nope' not found"),
+])
+def test_estimate_truth_options_are_checked(d, capsys, argv, fragment):
+    rep = _reports(d)
+    (d / "truth.csv").write_text("y\n1\n2\n")
+    args = [a.replace("{d}", str(d)) for a in argv]
+    assert fragment in one_error(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv",
+                                 "--domain", "0:9", *args)
+    assert not (d / "e.csv").exists() and not (d / "e.png").exists()

@@ -131,3 +131,19 @@ def test_dollar_in_column_name_is_literal(saved):
     (fig,) = saved
     fig.canvas.draw()  # mathtext would fail to parse an unbalanced $
     assert fig.axes[0].get_xlabel() == r"income_\$"
+
+
+def test_per_value_intervals_are_drawn_and_checked():
+    from sparseldp.figures import render_estimate
+
+    values = np.arange(0, 60)
+    p = np.full(60, 1 / 60)
+    png = render_estimate(values, p, ci=(p * 0.9, p * 1.1), fmt="png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    small = np.arange(1, 6)
+    q = np.full(5, 0.2)
+    assert render_estimate(small, q, ci=(q - 0.01, q + 0.01)) != render_estimate(small, q)
+    with pytest.raises(TypeError, match="ci must be a pair"):
+        render_estimate(small, q, ci=q)
+    with pytest.raises(ValueError, match="ci low must have one entry per value"):
+        render_estimate(small, q, ci=(q[:3], q))

@@ -310,7 +310,7 @@ def _mean_text(mean) -> str:
 
 
 def render_estimate(values, p, *, mean=None, column="value", guarantee=None, method="em", n=None, fmt="png",
-                    true_p=None) -> bytes:
+                    true_p=None, ci=None) -> bytes:
     r"""Draw an estimated distribution with its mean and confidence interval; PNG or PDF bytes.
 
     Parameters
@@ -339,6 +339,8 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     true_p : 1-D array, optional
         A known true distribution on the same values, overlaid as a dashed
         line (for demos and simulations).
+    ci : (low, high) pair of 1-D arrays, optional
+        A per-value interval (e.g. ``Bootstrap.interval("p")``), drawn as a band.
 
     Domains of at most 40 values are drawn as bars, wider ones as a filled
     step line (one step per value, so nothing aliases into spikes).  The
@@ -357,6 +359,12 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     if share.min() < 0:
         raise ValueError(f"p must be >= 0; got {share.min()!r} at value {x[int(np.argmin(share))]:g}")
     truth = None if true_p is None else _as_distribution(true_p, "true_p", x.size)
+    band_lo = band_hi = None
+    if ci is not None:  # per-value interval (e.g. a bootstrap's), drawn as a band around the estimate
+        if not (isinstance(ci, (tuple, list)) and len(ci) == 2):
+            raise TypeError(f"ci must be a pair (low, high) of arrays or None; got {type(ci).__name__}")
+        band_lo = _as_distribution(ci[0], "ci low", x.size)
+        band_hi = _as_distribution(ci[1], "ci high", x.size)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))):
         raise TypeError(f"n must be an integer or None; got {type(n).__name__} {n!r}")
 
@@ -376,12 +384,22 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     else:
         ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
         legend.append((ax.step(x, share, where="mid", color=_C_EST, linewidth=1.4, zorder=3)[0], "estimated share"))
+    if band_lo is not None:
+        if k <= _BAR_MAX:  # bars: an error bar per value (a band behind bars would be hidden)
+            yerr = np.vstack([np.maximum(share - band_lo, 0.0), np.maximum(band_hi - share, 0.0)])
+            h = ax.errorbar(x, share, yerr=yerr, fmt="none", ecolor="#1f2d3d", elinewidth=1.0, capsize=2.5,
+                            zorder=4)
+        else:
+            h = ax.fill_between(x, band_lo, band_hi, step="mid", color=_C_EST, alpha=0.25, linewidth=0,
+                                zorder=2.5)
+        legend.append((h, "interval per value"))
     if truth is not None:
         style = dict(color=_C_TRUE, linewidth=1.3, linestyle="--", zorder=4)
         h = ax.stairs(truth, edges, **style) if consecutive else ax.step(x, truth, where="mid", **style)[0]
         legend.append((h, "true share"))
 
-    top = max(float(share.max()), float(truth.max()) if truth is not None else 0.0)
+    top = max(float(share.max()), float(truth.max()) if truth is not None else 0.0,
+              float(band_hi.max()) if band_hi is not None else 0.0)
     top = top if top > 0 else 1.0
     ax.set_ylim(0.0, top * 1.22)  # headroom for the error bar of a narrow interval
     x_lo, x_hi = float(x[0]) - 0.5, float(x[-1]) + 0.5

@@ -157,6 +157,11 @@ def estimate_command(
         "--quantiles", help="Quantiles to report, comma-separated in (0, 1).")] = "0.1,0.5,0.9",
     range_: Annotated[Optional[str], typer.Option(
         "--range", help="Also report P(a <= X <= b) for a:b.", show_default=False)] = None,
+    truth: Annotated[Optional[Path], typer.Option(
+        "--truth", help="With --plot: a file of the true values to overlay (simulations).",
+        show_default=False)] = None,
+    truth_column: Annotated[Optional[str], typer.Option(
+        "--truth-column", help="Column of --truth (default: --column).", show_default=False)] = None,
     boot: Annotated[int, typer.Option(
         "--bootstrap", help=f"Bootstrap replicates for the intervals (0: none; at most {MAX_BOOT}).")] = 200,
 ) -> None:
@@ -183,7 +188,12 @@ def estimate_command(
     rng_range = None if range_ is None else parse_domain(range_, "--range")
     if not column:
         raise ValueError("--column must be a non-empty column name; got ''")
-    check_distinct_paths({"the input": input, "--mechanism": mechanism}, {"-o": output, "--plot": plot})
+    if (truth is not None or truth_column is not None) and plot is None:
+        raise ValueError("--truth and --truth-column draw the true histogram into --plot; give --plot FILE")
+    if truth_column is not None and truth is None:
+        raise ValueError("--truth-column needs --truth FILE")
+    check_distinct_paths({"the input": input, "--mechanism": mechanism, "--truth": truth},
+                         {"-o": output, "--plot": plot})
     table_fmt = _table_format(output)
     plot_fmt = None
     if plot is not None:
@@ -248,9 +258,16 @@ def estimate_command(
     if plot is not None:
         from ..figures import render_estimate
 
+        true_p = None
+        if truth is not None:
+            t_off, t_counts = column_counts(truth, truth_column or column, bounds=dom,
+                                            bounds_reason=f"the domain {dom[0]}..{dom[1]}")
+            if t_counts.sum() == 0:
+                raise ValueError(f"--truth {str(truth)!r} has no values")
+            true_p = t_counts / t_counts.sum()
         plot_bytes = render_estimate(values, est.p, mean=mean, column=column,
                                      guarantee=None if guarantee is None else guarantee.describe(),
-                                     method=est.method, n=rc.n, fmt=plot_fmt)
+                                     method=est.method, n=rc.n, fmt=plot_fmt, true_p=true_p, ci=per_value)
     where = "stdout" if is_stdio(output) else str(output)
     summary = {
         "n": rc.n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
