@@ -1,4 +1,4 @@
-"""Coverage of nominal 95 % bootstrap intervals (sparseldp.estimation.stats.bootstrap).
+"""Coverage of nominal 95 % bootstrap intervals (sparseldp.estimation.intervals.bootstrap).
 
 Setting: the Laplace mechanism designed by ``sparseldp.design("laplace", eps=1,
 delta=1e-6, H=5)`` (SparseLaplace(lam=0.2, s=137): a window wider than the
@@ -67,7 +67,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     """Per statistic: hits and widths for both kinds, and bootstrap times."""
     import sparseldp as sl
     from sparseldp.estimation import estimate_frequencies
-    from sparseldp.estimation.stats import bootstrap
+    from sparseldp.estimation.intervals import bootstrap
     from sparseldp.sampling import sample
 
     mech = sl.design("laplace", eps=1, delta=1e-6, H=5).mechanism

@@ -11,6 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from sparseldp import SparseLaplace
 from sparseldp.estimation import estimate_frequencies
+from sparseldp.estimation import intervals as boot
 from sparseldp.estimation import stats
 from sparseldp.sampling import sample
 
@@ -151,7 +152,7 @@ def est():
 @pytest.mark.parametrize("method", ["ems", "em", "inversion"])
 def test_bootstrap_intervals_contain_the_estimate(method):
     e = _estimate(20_000, method)
-    bs = stats.bootstrap(e, MECH, B=40 if method == "em" else 100, rng=1)
+    bs = boot.bootstrap(e, MECH, B=40 if method == "em" else 100, rng=1)
     assert bs.replicates.shape == (bs.B, 30)
     np.testing.assert_allclose(bs.replicates.sum(axis=1), 1.0)
     for stat, kw in [("mean", {}), ("var", {}), ("quantile", {"q": 0.5}), ("quantile", {"q": 0.9}),
@@ -176,18 +177,18 @@ def test_bootstrap_intervals_contain_the_estimate(method):
 
 
 def test_bootstrap_deterministic_for_a_seed(est):
-    a = stats.bootstrap(est, MECH, B=50, rng=7)
-    b = stats.bootstrap(est, MECH, B=50, rng=np.random.default_rng(7))
+    a = boot.bootstrap(est, MECH, B=50, rng=7)
+    b = boot.bootstrap(est, MECH, B=50, rng=np.random.default_rng(7))
     np.testing.assert_array_equal(a.replicates, b.replicates)
     assert a.interval("quantile", q=0.5) == b.interval("quantile", q=0.5)
-    c = stats.bootstrap(est, MECH, B=50, rng=8)
+    c = boot.bootstrap(est, MECH, B=50, rng=8)
     assert not np.array_equal(a.replicates, c.replicates)
 
 
 def test_bootstrap_intervals_shrink_with_n():
     widths = []
     for n in (5_000, 80_000):
-        bs = stats.bootstrap(_estimate(n), MECH, B=100, rng=3)
+        bs = boot.bootstrap(_estimate(n), MECH, B=100, rng=3)
         lo, hi = bs.interval("mean")
         rlo, rhi = bs.interval("range", a=5, b=15)
         widths.append((hi - lo, rhi - rlo))
@@ -198,12 +199,12 @@ def test_bootstrap_intervals_shrink_with_n():
 
 def test_bootstrap_bad_input(est):
     with pytest.raises(TypeError, match="estimate must be a FrequencyEstimate"):
-        stats.bootstrap(est.p, MECH)
+        boot.bootstrap(est.p, MECH)
     with pytest.raises(ValueError, match="B must be"):
-        stats.bootstrap(est, MECH, B=1)
+        boot.bootstrap(est, MECH, B=1)
     with pytest.raises(TypeError, match="rng must be"):
-        stats.bootstrap(est, MECH, rng="seed")
-    bs = stats.bootstrap(est, MECH, B=20, rng=0)
+        boot.bootstrap(est, MECH, rng="seed")
+    bs = boot.bootstrap(est, MECH, B=20, rng=0)
     with pytest.raises(ValueError, match="stat must be one of"):
         bs.interval("median")
     with pytest.raises(TypeError, match="takes keyword arguments"):
@@ -215,23 +216,23 @@ def test_bootstrap_bad_input(est):
 
 
 def test_statistic_with_and_without_ci(est):
-    bs = stats.bootstrap(est, MECH, B=30, rng=2)
-    assert stats.statistic(est, "mean") == pytest.approx(stats.mean(est.p, est.values))
-    assert stats.statistic(est, "quantile", q=0.5) == stats.quantile(est.p, 0.5, est.values)
-    t, (lo, hi) = stats.statistic(est, "range", ci=bs, a=5, b=15)
+    bs = boot.bootstrap(est, MECH, B=30, rng=2)
+    assert boot.statistic(est, "mean") == pytest.approx(stats.mean(est.p, est.values))
+    assert boot.statistic(est, "quantile", q=0.5) == stats.quantile(est.p, 0.5, est.values)
+    t, (lo, hi) = boot.statistic(est, "range", ci=bs, a=5, b=15)
     assert t == pytest.approx(stats.range_prob(est.p, 5, 15, est.values))
     assert (lo, hi) == bs.interval("range", a=5, b=15)
     with pytest.raises(TypeError, match="ci must be None or a Bootstrap"):
-        stats.statistic(est, "mean", ci=True)
+        boot.statistic(est, "mean", ci=True)
     with pytest.raises(ValueError, match="ci must be a Bootstrap of this estimate"):
-        stats.statistic(_estimate(5_000), "mean", ci=bs)
+        boot.statistic(_estimate(5_000), "mean", ci=bs)
 
 
 def test_quantile_interval_inverts_the_cdf_band():
     v = np.arange(4)
     other = np.array([0.0, 0.6, 0.0, 0.4])  # median 1, like P4; cdf(0) 0 vs 0.1
     reps = np.stack([P4] * 10 + [other] * 10)
-    bs = stats.Bootstrap(p=P4, values=v, replicates=reps, method="em")
+    bs = boot.Bootstrap(p=P4, values=v, replicates=reps, method="em")
     # percentile CDF band: [0, 0.1] at 0, [0.5, 0.6] at 1, [0.5, 0.6] at 2, 1 at 3
     assert bs.interval("quantile", q=0.5) == (1.0, 1.0)
     assert bs.interval("quantile", q=0.55) == (1.0, 3.0)

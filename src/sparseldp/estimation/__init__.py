@@ -142,8 +142,9 @@ Layout
 One module per concern; imports point down this list (none of them imports
 :mod:`sparseldp.io`, :mod:`sparseldp.spec` or the CLI):
 
-* :mod:`~sparseldp.estimation.stats`: derived statistics, :func:`distance` (TV, W1, KS) and the
-  parametric :func:`bootstrap` behind ``FrequencyEstimate.mean/var/quantile/cdf/range(ci=...)``
+* :mod:`~sparseldp.estimation.stats`: derived statistics and :func:`distance` (TV, W1, KS)
+* :mod:`~sparseldp.estimation.intervals`: the parametric :func:`bootstrap` behind
+  ``FrequencyEstimate.mean/var/quantile/cdf/range(ci=...)``
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood
 * :mod:`~sparseldp.estimation.mean`: :func:`estimate_mean`, :class:`MeanEstimate`
   and the Fisher-information standard error;
@@ -165,7 +166,8 @@ from .frequencies import ConvergenceWarning, FrequencyEstimate, estimate_frequen
 from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # noqa: F401
 from .model import _model  # noqa: F401
 from .solvers import _smooth, project_simplex  # noqa: F401
-from .stats import Bootstrap, bootstrap, distance
+from .intervals import Bootstrap, bootstrap
+from .stats import distance
 
 __all__ = [
     "ConvergenceWarning",

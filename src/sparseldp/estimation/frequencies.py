@@ -17,8 +17,8 @@ import numpy as np
 from .._validation import check_bool, check_int, check_positive
 from .auto import _fit_auto
 from .model import _Model, _model
-from .solvers import _ems, _least_squares, _mle, project_simplex
-from .stats import bootstrap, statistic
+from .intervals import bootstrap, statistic
+from .solvers import _check_smooth, _ems, _least_squares, _mle, project_simplex
 
 _METHODS = ("auto", "em", "ems", "inversion")
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
@@ -181,14 +181,6 @@ def _check_tol(tol, max_iter):
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     return tol, max_iter
-
-
-def _check_smooth(smooth, method: str) -> int:
-    if smooth is None:
-        return 1
-    if method != "ems":
-        raise ValueError(f"smooth applies to method='ems' only; got smooth={smooth!r} with method={method!r}")
-    return check_int(smooth, "smooth", minimum=1)
 
 
 def estimate_frequencies_full(reports, mechanism, *, domain=None, method="em", tol=None,

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._validation import check_int
 from .model import _Model
 
 # EMS: steps over which the linear rate is measured, and the step size treated as rounding.
@@ -272,16 +273,26 @@ def _smooth(p: np.ndarray, passes: int) -> np.ndarray:
     """``S^passes p``: the ``(1, 2, 1)/4`` kernel, edge overflow kept on the end values.
 
     ``S`` is symmetric and doubly stochastic (:mod:`sparseldp.estimation` docstring), so the sum of
-    ``p`` is preserved.  Vectorized over the domain; the loop is over passes.
+    ``p`` is preserved.  Works along the last axis (a ``B x k`` array of bootstrap replicates is
+    smoothed row by row); vectorized over the domain, the loop is over passes.
     """
     for _ in range(passes):
         out = 0.5 * p
-        out[1:] += 0.25 * p[:-1]
-        out[:-1] += 0.25 * p[1:]
-        out[0] += 0.25 * p[0]
-        out[-1] += 0.25 * p[-1]
+        out[..., 1:] += 0.25 * p[..., :-1]
+        out[..., :-1] += 0.25 * p[..., 1:]
+        out[..., 0] += 0.25 * p[..., 0]
+        out[..., -1] += 0.25 * p[..., -1]
         p = out
     return p
+
+
+def _check_smooth(smooth, method: str) -> int:
+    """EMS smoothing passes: ``None`` -> 1; an integer >= 1, and only with ``method="ems"``."""
+    if smooth is None:
+        return 1
+    if method != "ems":
+        raise ValueError(f"smooth applies to method='ems' only; got smooth={smooth!r} with method={method!r}")
+    return check_int(smooth, "smooth", minimum=1)
 
 
 def _ems(A, AT, c, n, k, tol, max_iter, passes):

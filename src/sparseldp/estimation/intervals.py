@@ -1,0 +1,394 @@
+r"""Bootstrap intervals for the statistics of an estimated distribution.
+
+Intervals: parametric bootstrap
+-------------------------------
+The reports are i.i.d. from ``q = Q^T p``, and the estimators are functions of
+the report histogram ``c ~ Multinomial(n, q)``.  :func:`bootstrap` draws ``B``
+replicate histograms ``c* ~ Multinomial(n, Q^T p_hat)`` (the fitted output
+distribution), refits each with the estimator that produced ``p_hat``,
+warm-started from ``p_hat``, and keeps the ``B`` replicate distributions.
+:meth:`Bootstrap.interval` turns them into intervals for any statistic:
+
+* ``kind="basic"`` (default for EMS and inversion): ``[2 t_hat - t*_{(1+L)/2}, 2 t_hat - t*_{(1-L)/2}]``,
+  the reflected percentiles.  It corrects, to first order, the bias of the
+  estimator as seen in the bootstrap world: EMS smooths ``p`` (so it flattens
+  peaks and widens the distribution) and each replicate is smoothed once
+  more, so the replicate-minus-estimate shift estimates the
+  estimate-minus-truth shift;
+* ``kind="percentile"`` (default for EM): ``[t*_{(1-L)/2}, t*_{(1+L)/2}]``, the
+  plain percentiles (no bias correction; the MLE has many frequencies at 0,
+  where the replicate distribution is one-sided and reflecting it fails);
+
+where ``t*_{a}`` is the ``a``-quantile of the replicate statistics.  Which
+covers better is measured, not assumed: ``benchmarks/bench_coverage.py``
+simulates 200 repetitions per setting and reports the coverage of nominal
+95 % intervals (see that module's docstring for the table).
+
+The bootstrap is simulation on already-privatized counts: it has no privacy
+role, and ``rng`` may be a seed for reproducible intervals.  With
+``rng=None`` a fresh ``np.random.default_rng()`` (operating-system entropy) is
+used.
+
+Replicate refits are warm-started and use a looser tolerance than a
+first fit (``_REFIT_TOL``); the returned replicate distributions say how far
+the estimator moves on resampled data, for which the last digits of a
+converged fit do not matter.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_int, check_probability
+from .model import _model
+from .solvers import _EMS_RATE_SPAN, _check_smooth, _em, _least_squares, _smooth, project_simplex
+from .stats import _CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_range, _cum, _mean, _quantile, _range, _scalar, _var
+
+__all__ = ["Bootstrap", "bootstrap", "statistic"]
+
+_KINDS = ("basic", "percentile")
+# Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
+# this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
+# bootstrap spread they feed (statistical TV error ~1e-2 at n = 10^5).
+_REFIT_TOL = {"em": 0.5, "ems": 1e-6}
+# EM cannot revive a value that has mass exactly 0 (multiplicative update), and the MLE has many;
+# replicate fits start from (1 - w) p_hat + w / k so that every value can move.
+_EM_WARM_MIX = 0.05
+
+
+def _generator(rng):
+    """A numpy Generator; ``None`` is fresh OS entropy (the bootstrap has no privacy role)."""
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got bool {rng!r}")
+    if isinstance(rng, numbers.Integral):
+        return np.random.default_rng(check_int(rng, "rng", minimum=0))
+    if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__}"[:300])
+
+
+def _ems_batch(S, C, n, P0, passes, tol, max_iter):
+    """EMS on ``B`` histograms at once (rows of ``C``), warm-started at the rows of ``P0``.
+
+    The same map and stopping rule as ``solvers._ems``, applied row by row but
+    computed as ``B x k`` and ``B x m`` matrix products; rows that have met
+    ``tol`` are frozen.  Returns (P, evals, converged mask).
+    """
+    B = C.shape[0]
+    P = P0.copy()
+    active = np.ones(B, bool)
+    hist = []
+    inv_n = 1.0 / n
+    ST = S.T
+    for it in range(1, max_iter + 1):
+        ia = np.flatnonzero(active)
+        Pa = P[ia]
+        Qa = np.asarray(Pa @ S) if not hasattr(ST, "tocsr") else np.asarray((ST @ Pa.T).T)
+        Ca = C[ia]
+        R = np.divide(Ca, Qa, out=np.zeros_like(Ca), where=Ca > 0)
+        G = np.asarray(R @ ST) if not hasattr(ST, "tocsr") else np.asarray((S @ R.T).T)
+        Pn = _smooth(Pa * G * inv_n, passes)
+        Pn /= Pn.sum(axis=1, keepdims=True)
+        d = np.full(B, np.nan)
+        d[ia] = 0.5 * np.abs(Pn - Pa).sum(axis=1)
+        hist.append(d)
+        P[ia] = Pn
+        done = d[ia] <= 1e-14
+        if it > _EMS_RATE_SPAN:
+            old = hist[-1 - _EMS_RATE_SPAN][ia]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rho = (d[ia] / old) ** (1.0 / _EMS_RATE_SPAN)
+                done |= (rho < 1.0) & (d[ia] * rho / (1.0 - rho) <= tol)
+        active[ia[done]] = False
+        if not active.any():
+            return P, it, ~active
+    return P, max_iter, ~active
+
+
+def _refit_plan(estimate, smooth, check_smooth):
+    """``(method, smooth passes, EM steps or None)`` to refit replicates with.
+
+    ``method="auto"`` refits the member of the regularization path it chose
+    (``estimate.regularization``), so the intervals leave out the variability of
+    the choice itself (re-running the selection per replicate would cost a full
+    path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
+    start, as the member was fit.
+    """
+    method = getattr(estimate, "method", None)
+    if method == "auto":
+        reg = getattr(estimate, "regularization", None) or ""
+        if smooth is not None:
+            raise ValueError(f"smooth must not be given for method='auto' (the estimate records {reg!r})")
+        if reg.startswith("ems smooth="):
+            return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1), None
+        if reg.startswith("em steps="):
+            return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=1)
+        if reg == "em mle":
+            return "em", 1, None
+        raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
+                         f"'em steps=t' or 'em mle'; got {reg!r}")
+    if method not in ("em", "ems", "inversion"):
+        raise ValueError(f"estimate.method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
+    return method, check_smooth(smooth, method), None
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Replicate distributions of a parametric bootstrap, and intervals from them.
+
+    Attributes
+    ----------
+    p : ndarray (k,)
+        The estimate the bootstrap is centred on (``FrequencyEstimate.p``).
+    values : ndarray (k,)
+        The domain values ``lo..hi``.
+    replicates : ndarray (B, k)
+        Refitted distributions, one per replicate histogram (read-only).
+    method : str
+        The estimator refitted ("em", "ems" or "inversion"; for an ``"auto"``
+        estimate, the member it chose).
+    converged : int
+        How many replicate refits met their (looser) tolerance.
+    """
+
+    p: np.ndarray
+    values: np.ndarray
+    replicates: np.ndarray
+    method: str
+    converged: int = field(default=0)
+
+    @property
+    def B(self) -> int:
+        return int(self.replicates.shape[0])
+
+    def _stat(self, stat: str, P: np.ndarray, kw: dict):
+        if not isinstance(stat, str):
+            raise TypeError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {type(stat).__name__}")
+        if stat not in _STATS:
+            raise ValueError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {stat!r}")
+        need = {"mean": (), "var": (), "p": (), "quantile": ("q",), "cdf": ("x",), "range": ("a", "b")}[stat]
+        if set(kw) != set(need):
+            raise TypeError(f"stat={stat!r} takes keyword arguments {need or 'none'}; got {tuple(kw) or 'none'}")
+        v = self.values
+        if stat == "mean":
+            return _mean(P, v)
+        if stat == "var":
+            return _var(P, v)
+        if stat == "p":
+            return P
+        if stat == "quantile":
+            return _quantile(P, v, _check_q(kw["q"]))
+        if stat == "cdf":
+            return _cdf(P, v, _check_point(kw["x"], "x"))
+        a, b = _check_range(kw["a"], kw["b"])
+        return _range(P, v, a, b)
+
+    def point(self, stat: str, **kw):
+        """The statistic of the estimate itself (``stat`` and keywords as in :meth:`interval`)."""
+        return _scalar(self._stat(stat, self.p, kw))
+
+    def distribution(self, stat: str, **kw) -> np.ndarray:
+        """The statistic on each replicate: shape ``(B,) + shape of the statistic``."""
+        return self._stat(stat, self.replicates, kw)
+
+    @staticmethod
+    def _ends(t, tb, alpha, kind):
+        # "lower"/"higher": order statistics, no interpolation (conservative by at most one
+        # replicate; below the Monte Carlo error of B = 200)
+        lo_q = np.quantile(tb, alpha, axis=0, method="lower")
+        hi_q = np.quantile(tb, 1.0 - alpha, axis=0, method="higher")
+        if kind == "percentile":
+            return lo_q, hi_q
+        return 2.0 * t - hi_q, 2.0 * t - lo_q
+
+    def interval(self, stat: str, level: float = 0.95, *, kind: str | None = None, **kw):
+        """Two-sided interval at ``level`` for a statistic of the input distribution.
+
+        Parameters
+        ----------
+        stat : {"mean", "var", "quantile", "cdf", "range", "p"}
+            With keywords ``q=`` (quantile), ``x=`` (cdf), ``a=, b=`` (range).
+            ``"p"`` gives an interval for every frequency.  Quantile intervals are
+            the values whose CDF interval (of this ``kind``) contains ``q``:
+            a set of domain values, never a reflected order statistic.
+        level : float in (0, 1)
+        kind : {"basic", "percentile"}, optional
+            See the module docstring.  Default (from ``bench_coverage``): ``"basic"``
+            for EMS and inversion (it corrects EMS's smoothing bias: range coverage
+            89-92 % against 0-78 % for percentiles), ``"percentile"`` for EM (the
+            MLE sits on the simplex boundary and reflection breaks there: range
+            coverage 73-87 % basic, 100 % percentile, over 15 repetitions).
+
+        Returns
+        -------
+        (lo, hi) : floats, or arrays of the statistic's shape.  Clipped to the
+        statistic's range (``[0, 1]`` for probabilities, ``[lo, hi]`` of the
+        domain for the mean and quantiles, ``>= 0`` for the variance).
+        """
+        level = check_probability(level, "level", open_upper=True)
+        if level == 0:
+            raise ValueError(f"level must lie in (0, 1); got {level!r}")
+        if kind is None:
+            kind = "percentile" if self.method == "em" else "basic"
+        if not isinstance(kind, str):
+            raise TypeError(f"kind must be 'basic' or 'percentile'; got {type(kind).__name__} {kind!r}")
+        if kind not in _KINDS:
+            raise ValueError(f"kind must be 'basic' or 'percentile'; got {kind!r}")
+        t = np.asarray(self._stat(stat, self.p, kw), dtype=float)
+        alpha = 0.5 * (1.0 - level)
+        if stat == "quantile":
+            # Inverted CDF band: {x : q in CI(F(x))}.  lo = first value whose upper CDF end
+            # reaches q, hi = first whose lower end does.  It misses the true quantile x* only
+            # if F(x*) is above its interval or F(x* - 1) below its own (one tail each), where
+            # reflecting the replicate quantiles of a discrete statistic undercovers (74-78 %
+            # for p90 in bench_coverage against 95-100 % for this inversion).
+            q = np.ravel(_check_q(kw["q"]))
+            flo, fhi = self._ends(_cum(self.p), _cum(self.replicates), alpha, kind)
+            flo, fhi = np.clip(flo, 0.0, 1.0), np.clip(fhi, 0.0, 1.0)
+            k = self.values.size
+            ilo = (fhi[None, :] < q[:, None] - _CDF_SLACK).sum(axis=-1)
+            ihi = (flo[None, :] < q[:, None] - _CDF_SLACK).sum(axis=-1)
+            shape = np.shape(kw["q"])
+            lo = self.values[np.minimum(ilo, k - 1)].reshape(shape).astype(float)
+            hi = self.values[np.minimum(ihi, k - 1)].reshape(shape).astype(float)
+            return _scalar(lo), _scalar(hi)
+        lo, hi = self._ends(t, np.asarray(self._stat(stat, self.replicates, kw), dtype=float), alpha, kind)
+        if stat in ("cdf", "range", "p"):
+            lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+        elif stat in ("mean", "quantile"):
+            v0, v1 = float(self.values[0]), float(self.values[-1])
+            lo, hi = np.clip(lo, v0, v1), np.clip(hi, v0, v1)
+        else:
+            lo = np.maximum(lo, 0.0)
+        return _scalar(lo), _scalar(hi)
+
+
+def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | None = None, **kw):
+    """A statistic of ``estimate.p`` on ``estimate.values``, with an interval if ``ci`` is given.
+
+    The body of the ``FrequencyEstimate`` methods ``mean``, ``var``, ``quantile``,
+    ``cdf``, ``range``: ``stat`` and keywords as in :meth:`Bootstrap.interval`.
+    ``ci=None`` returns the point value; ``ci`` a :class:`Bootstrap` of this
+    estimate returns ``(value, (lo, hi))``.
+    """
+    if ci is None:
+        p = np.asarray(estimate.p, dtype=float)
+        return Bootstrap(p=p, values=np.asarray(estimate.values), replicates=p[None, :],
+                         method=str(estimate.method)).point(stat, **kw)
+    if not isinstance(ci, Bootstrap):
+        raise TypeError(f"ci must be None or a Bootstrap (from bootstrap(estimate, mechanism)); "
+                        f"got {type(ci).__name__}")
+    if ci.p.shape != np.shape(estimate.p) or not np.array_equal(ci.p, estimate.p):
+        raise ValueError("ci must be a Bootstrap of this estimate (its p differs)")
+    return ci.point(stat, **kw), ci.interval(stat, level, kind=kind, **kw)
+
+
+def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None = None,
+              tol: float | None = None, max_iter: int = 2_000) -> Bootstrap:
+    r"""Parametric bootstrap of a :class:`~sparseldp.estimation.FrequencyEstimate`.
+
+    Draws ``B`` histograms ``c* ~ Multinomial(n, Q^T p_hat)`` over the outputs
+    the domain can produce (``Q`` the mechanism's channel restricted to
+    ``estimate.domain``, as in :func:`~sparseldp.estimation.estimate_frequencies`),
+    and refits each with ``estimate.method``:
+
+    * ``"ems"``: all ``B`` replicates at once (``B x k`` matrix products),
+      warm-started at ``p_hat``, stopped at an estimated TV distance ``tol``
+      (default ``1e-6``) to the fixed point;
+    * ``"em"``: SQUAREM EM per replicate, warm-started at
+      ``0.95 p_hat + 0.05 / k`` (EM cannot revive values with mass 0), stopped at
+      a certified gap of ``tol`` nats (default 0.5; a first fit uses 0.01);
+    * ``"inversion"``: least squares and simplex projection (no iteration).
+
+    Parameters
+    ----------
+    estimate : FrequencyEstimate
+        Uses ``p``, ``domain``, ``method``, ``n`` (and ``regularization`` for
+        ``method="auto"``: the chosen member is refitted, see ``_refit_plan``).  The
+        report counts are not needed: the parametric bootstrap resamples from the fit.
+    mechanism : SparseLaplace, SparseGaussian or SparseChannel
+        The mechanism that produced the reports (the one passed to the estimator).
+    B : int >= 2
+        Number of replicates (200 gives 95 % intervals whose ends are the 5th and
+        195th order statistics).
+    rng : None, int seed or numpy Generator
+        Resampling randomness.  Simulation on already-privatized counts, with no
+        privacy role: a seed makes the intervals reproducible.  ``None`` uses a
+        fresh ``np.random.default_rng()``.
+    smooth : int >= 1, optional
+        EMS smoothing passes used for the estimate (default 1; the estimate does
+        not record it).  A ValueError with another method.
+    tol, max_iter
+        Replicate stopping rule (see above) and cap on map evaluations.
+
+    Returns
+    -------
+    Bootstrap
+    """
+    # duck-typed: frequencies.py imports this module (FrequencyEstimate's methods call it)
+    if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "method", "n")):
+        raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
+    method, smooth, steps = _refit_plan(estimate, smooth, _check_smooth)
+    B = check_int(B, "B", minimum=2)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    if tol is None:
+        tol = _REFIT_TOL.get(method, 0.0) if method != "em-steps" else 0.0
+    elif isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
+        raise TypeError(f"tol must be a real number > 0; got {type(tol).__name__} {tol!r}")
+    elif not (tol > 0 and math.isfinite(tol)):
+        raise ValueError(f"tol must be a finite number > 0; got {tol!r}")
+    gen = _generator(rng)
+    model = _model(mechanism, estimate.domain)
+    p_hat = np.asarray(estimate.p, dtype=float)
+    if p_hat.shape != (model.k,):
+        raise ValueError(f"estimate.p must have {model.k} entries for the domain {estimate.domain}; "
+                         f"got {p_hat.shape}")
+    n = int(estimate.n)
+    q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
+    q_hat = np.maximum(q_unscaled, 0.0)
+    q_hat /= q_hat.sum()
+    C = gen.multinomial(n, q_hat, size=B).astype(float)
+    if method == "em-steps":
+        # the same t plain EM steps from the uniform start as the chosen member: the batched map
+        # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
+        P0 = np.full((B, model.k), 1.0 / model.k)
+        P, _, _ = _ems_batch(model.S, C, float(n), P0, 0, 0.0, steps)
+        n_conv = B
+        method = "em"
+    elif method == "ems":
+        S = model.S
+        P0 = np.broadcast_to(p_hat, (B, model.k))
+        # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
+        P0 = 0.999 * P0 + 0.001 / model.k
+        P, _, conv = _ems_batch(S, C, float(n), P0, smooth, tol, max_iter)
+        n_conv = int(conv.sum())
+    elif method == "em":
+        P = np.empty((B, model.k))
+        start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / model.k
+        n_conv = 0
+        for b in range(B):
+            obs = np.flatnonzero(C[b] > 0)
+            A, AT = model.columns(obs)
+            # no Newton finish (solvers._mle has one): measured 15x slower here for no change in intervals
+            p, _, ok, _ = _em(A, AT, C[b, obs], float(n), start.copy(), tol, max_iter)
+            p = np.maximum(p, 0.0)
+            P[b] = p / p.sum()
+            n_conv += bool(ok)
+    else:
+        P = np.empty((B, model.k))
+        for b in range(B):
+            P[b] = project_simplex(_least_squares(model, C[b] / n))
+        n_conv = B
+    if n_conv < B:
+        warnings.warn(f"{B - n_conv} of {B} bootstrap refits stopped at max_iter = {max_iter} before "
+                      f"tol = {tol:g}", RuntimeWarning, stacklevel=2)
+    P.setflags(write=False)
+    values = np.asarray(estimate.values)
+    return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv)
