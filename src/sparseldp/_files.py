@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 
 __all__ = ["atomic_write", "atomic_write_all", "ensure_directory", "open_temp", "temp_name", "clean_stale",
-           "check_output_path"]
+           "check_output_path", "same_file"]
 
 _TAG = "sparseldp"
 
@@ -51,6 +51,17 @@ def check_output_path(path, what: str = "output") -> Path:
     if path.is_dir():
         raise ValueError(f"cannot write {what} {str(path)!r}: it is a directory")
     return path
+
+
+def same_file(a, b) -> bool:
+    """True when paths ``a`` and ``b`` name one file (same path, through links, or the same inode)."""
+    a, b = Path(a), Path(b)
+    if os.path.abspath(a) == os.path.abspath(b) or os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:  # pragma: no cover
+        return False
 
 
 def temp_name(path) -> Path:

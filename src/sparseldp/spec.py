@@ -42,6 +42,7 @@ import numbers
 import os
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -55,10 +56,9 @@ from ._validation import (
     check_positive,
     check_probability,
 )
-from .core.families import FAMILIES, get_family
+from .core.families import get_family
 from ._files import atomic_write
 from .channel import check_domain
-from .channel import SparseChannel
 
 __all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "MAX_SPEC_BYTES", "CLAIM_RTOL"]
 
@@ -136,10 +136,14 @@ class Spec:
         return get_family(self.family).make(self.param, self.s)
 
     def channel(self):
-        """The finite-domain channel (requires ``domain``)."""
+        """The finite-domain channel (requires ``domain``); built once per spec."""
         if self.domain is None:
             raise ValueError("spec has no 'domain'; a finite-domain channel needs one")
+        return self._channel
 
+    @cached_property
+    def _channel(self):
+        # loading, the claim check, privatize and estimate all need it: build it once
         return get_family(self.family).channel(self.param, self.s, self.domain, self.window)
 
     def sampler_target(self):
@@ -217,10 +221,8 @@ def _validate(data: dict) -> Spec:
     family = data.get("family")
     if isinstance(family, str):
         family = family.strip().lower()  # as design() accepts "Laplace"
-    if family not in FAMILIES:
-        get_family(family)  # raises, naming the registered families
-    fam = FAMILIES[family]
-    pname = fam.param
+    fam = get_family(family)  # raises, naming the registered families
+    family, pname = fam.name, fam.param
     allowed = {"family", pname, "s", "domain", "window", *_META}
     unknown = sorted(str(k) for k in data if k not in allowed)
     if unknown:
@@ -251,15 +253,9 @@ def _validate(data: dict) -> Spec:
         raise ValueError(f"window applies only with a domain; got window = {data['window']!r} and no domain")
     meta = {key: _META[key](data[key], key) for key in _META if key in data}
     spec = Spec(family=family, param=param, s=s, domain=domain, window=window, meta=meta)
-    return Spec(family=family, param=param, s=s, domain=domain, window=window, meta=meta,
-                guarantee=_verify(spec))
-
-
-def _delta_upper(target, eps: float, H: int) -> float:
-    """Rigorous upper bound on ``delta_star(eps, H)`` of a mechanism or channel."""
-    upper = getattr(target, "delta_star_upper", None)
-    value = upper(eps, H) if upper is not None else target.delta_star(eps, H)
-    return min(float(value), 1.0)
+    # the guarantee is recomputed on this very instance, so the channel it builds is kept
+    object.__setattr__(spec, "guarantee", _verify(spec))
+    return spec
 
 
 def _reports_input_unchanged(spec: Spec, target) -> bool:
@@ -303,7 +299,7 @@ def _verify(spec: Spec) -> Guarantee | None:
     if "eps" not in meta:
         return None
     eps, H = float(meta["eps"]), int(meta["H"])
-    upper = _delta_upper(target, eps, H)
+    upper = min(float(target.delta_star_upper(eps, H)), 1.0)  # rigorous (the protocol's upper bound)
     for key in ("delta_star", "delta"):
         if key in meta and upper > float(meta[key]) * (1.0 + CLAIM_RTOL):
             label = "certificate delta_star" if key == "delta_star" else "target delta"

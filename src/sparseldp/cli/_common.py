@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import numbers
-import os
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 from typer.core import TyperCommand
 from typer.exceptions import TyperException
 
-from .._files import atomic_write, atomic_write_all, ensure_directory  # noqa: F401 (re-exported)
+from .._files import atomic_write, atomic_write_all, check_output_path, ensure_directory, same_file  # noqa: F401
 from .._validation import check_positive
 from ..core.families import family_names, get_family
 
@@ -75,15 +74,6 @@ def warn(text: str) -> None:
     sys.stderr.write("warning: " + " ".join(str(text).split()) + "\n")
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    if os.path.abspath(a) == os.path.abspath(b) or os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:  # pragma: no cover
-        return False
-
-
 def check_distinct_paths(reads: dict, writes: dict) -> None:
     """Refuse an output that is one of the command's inputs or another of its outputs.
 
@@ -95,13 +85,13 @@ def check_distinct_paths(reads: dict, writes: dict) -> None:
     writes = {k: Path(v) for k, v in writes.items() if v is not None and not is_stdio(v)}
     for wlabel, wpath in writes.items():
         for rlabel, rpath in reads.items():
-            if _same_file(wpath, rpath):
+            if same_file(wpath, rpath):
                 raise ValueError(f"{wlabel} {str(wpath)!r} is the file read by {rlabel}; refusing to overwrite "
                                  "an input: write the output elsewhere")
     labels = list(writes)
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
-            if _same_file(writes[a], writes[b]):
+            if same_file(writes[a], writes[b]):
                 raise ValueError(f"{a} and {b} name the same file {str(writes[a])!r}; give each output its own path")
 
 
@@ -109,8 +99,6 @@ def check_output(path, what: str = "output") -> None:
     """An output file that can be written: its directory exists and it is not a directory (``-`` passes)."""
     if path is None or is_stdio(path):
         return
-    from .._files import check_output_path
-
     check_output_path(path, what)
 
 

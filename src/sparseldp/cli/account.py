@@ -56,12 +56,13 @@ def account_rows(mechanism, eps: float, hs: np.ndarray):
     return (np.atleast_1d(d.total), np.atleast_1d(d.support_leakage), np.atleast_1d(d.overlap))
 
 
-def _write_json(mechanism, eps: float, H: int, delta_star: float, spec=None) -> None:
+def _write_json(mechanism, eps: float, H: int, delta_star: float) -> None:
+    from ..spec import Guarantee
     name, value = mechanism.parameter
     head = {"family": mechanism.family, name: value, "s": mechanism.s, "eps": eps, "H": H,
             "delta_star": delta_star}
     tail = {"r1": mechanism.r1, "r2": mechanism.r2,
-            "guarantee": {"eps": eps, "delta": delta_star, "H": H, "source": "mechanism", "reports": 1}}
+            "guarantee": Guarantee(eps=eps, delta=delta_star, H=H).to_dict()}
     out = sys.stdout
     # the document is streamed so that per_h for a huge H never sits in memory at once
     out.write(json.dumps(to_jsonable(head), allow_nan=False)[:-1] + ', "per_h": [')
@@ -86,7 +87,7 @@ def _shown_hs(H: int, h_max: int) -> list[int]:
     return sorted(hs)
 
 
-def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, spec=None) -> None:
+def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -> None:
     """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star``."""
     from rich.table import Table
 
@@ -124,7 +125,7 @@ def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, s
 
 def _account_spec(path, eps, H, as_json: bool) -> None:
     """``account --mechanism spec.json``: the spec's guarantee, recomputed (and its claims checked on load)."""
-    from ..spec import load_spec
+    from ..spec import Guarantee, load_spec
 
     spec = load_spec(path)
     g = spec.guarantee
@@ -140,10 +141,10 @@ def _account_spec(path, eps, H, as_json: bool) -> None:
     H = check_int(H, "H", minimum=1, maximum=MAX_H_ACCOUNT)
     if spec.domain is None:
         if as_json:
-            _write_json(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)), spec=spec)
+            _write_json(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)))
         else:
             delta_star, h_max = delta_profile(spec.mechanism.kernel, eps, H)
-            _print_table(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)), int(h_max), spec=spec)
+            _print_table(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)), int(h_max))
         return
     ch = spec.channel()
     worst = ch.delta_with_argmax(eps, H)
@@ -151,7 +152,7 @@ def _account_spec(path, eps, H, as_json: bool) -> None:
     out = {**spec.to_dict(), "eps": eps, "H": H, "delta_star": upper, "worst_pair": None if worst.x is None else [int(worst.x), int(worst.x_prime)],
            "support_leakage": float(worst.support_leakage), "overlap": float(worst.overlap),
            "r1": float(np.mean(ch.distortion(1))), "r2": float(np.mean(ch.distortion(2))),
-           "guarantee": {"eps": eps, "delta": upper, "H": H, "source": "mechanism", "reports": 1}}
+           "guarantee": Guarantee(eps=eps, delta=upper, H=H).to_dict()}
     if as_json:
         print_json(out)
         return
@@ -169,8 +170,8 @@ def _account_spec(path, eps, H, as_json: bool) -> None:
 
 
 def _upper(target, eps, H) -> float:
-    f = getattr(target, "delta_star_upper", None)
-    return float(f(eps, H) if f is not None else target.delta_star(eps, H))
+    """The rigorous upper bound the guarantee states (the protocol's ``delta_star_upper``)."""
+    return float(target.delta_star_upper(eps, H))
 
 
 @app.command(cls=Command)

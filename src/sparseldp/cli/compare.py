@@ -24,9 +24,8 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
-from ._common import Command, atomic_write_bytes, fmt, print_json, stdout_console
+from ._common import Command, check_output, atomic_write_bytes, fmt, print_json, stdout_console
 from ._common import parse_domain
-from .estimate import _check_out
 
 __all__ = ["compare_command"]
 
@@ -57,7 +56,7 @@ def compare_command(
             raise ValueError(f"--families must be a comma-separated subset of {','.join(COMPARE_FAMILIES)}; "
                              f"got {families!r}")
     if plot is not None:
-        _check_out(plot, "plot")
+        check_output(plot, "plot")
         plot_fmt = plot.suffix.lower().lstrip(".")
         if plot_fmt not in ("png", "pdf"):
             raise ValueError(f"--plot must end in .png or .pdf; got {str(plot)!r}")

@@ -85,11 +85,6 @@ def _statistics(est, target, qs, rng_range, B, smooth, level):
 __all__ = ["estimate_command"]
 
 
-def _check_out(path: Path, what: str) -> None:
-    """Kept for the other commands that import it: the output's directory exists and it is not a directory."""
-    check_output(path, what)
-
-
 #: Output formats of the estimate table, by extension.
 _TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -168,8 +163,6 @@ def estimate_command(
     """Estimate the distribution and mean of the true values from a column of reports."""
     import warnings
 
-    import numpy as np
-
     from .._validation import check_int
     from ..estimation import ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
     from ..io import column_counts
@@ -221,7 +214,7 @@ def estimate_command(
         from ..channel import check_entries
 
         check_entries(dom[1] - dom[0] + 1, spec.s, f"--domain {dom[0]}:{dom[1]} with s = {spec.s}")
-    target = spec.channel() if spec.domain is not None else spec.mechanism
+    target = spec.sampler_target()
 
     # bounds = every output the mechanism has: a report outside is an error naming its row
     if spec.domain is None:
@@ -260,7 +253,7 @@ def estimate_command(
 
         true_p = None
         if truth is not None:
-            t_off, t_counts = column_counts(truth, truth_column or column, bounds=dom,
+            _, t_counts = column_counts(truth, truth_column or column, bounds=dom,
                                             bounds_reason=f"the domain {dom[0]}..{dom[1]}")
             if t_counts.sum() == 0:
                 raise ValueError(f"--truth {str(truth)!r} has no values")

@@ -14,22 +14,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .._files import check_output_path, open_temp
+from .._files import check_output_path, open_temp, same_file
 from .sources import _EXTENSIONS, _Source
 
 
 def _check_output(src: _Source, output: Path, fmt: str) -> None:
     check_output_path(output, "output")
-    same = False
-    if src.path is not None:
-        same = os.path.abspath(output) == os.path.abspath(src.path) or \
-            os.path.realpath(output) == os.path.realpath(src.path)
-        if not same and output.exists():
-            try:
-                same = os.path.samefile(output, src.path)
-            except OSError:  # pragma: no cover
-                pass
-    if same:
+    if src.path is not None and same_file(output, src.path):
         raise ValueError(f"output {str(output)!r} is the input file; write the privatized copy elsewhere")
     out_ext = _EXTENSIONS.get(output.suffix.lower())
     if out_ext is not None and out_ext != fmt:
