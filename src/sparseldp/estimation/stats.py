@@ -50,8 +50,11 @@ def _check_dist(p, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be an array of probabilities; got {type(p).__name__}") from None
     if arr.ndim == 0 or arr.shape[-1] == 0:
         raise ValueError(f"{name} must be a non-empty array of probabilities; got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must have finite entries >= 0; got min {np.nanmin(arr)!r}")
+    if not np.all(np.isfinite(arr)):
+        bad = np.ravel(arr)[np.argmax(~np.isfinite(np.ravel(arr)))]
+        raise ValueError(f"{name} must have finite entries >= 0; got {float(bad)!r}")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must have finite entries >= 0; got {float(arr.min())!r}")
     s = arr.sum(axis=-1)
     if np.any(np.abs(s - 1.0) > 1e-6):
         bad = float(np.ravel(s)[np.argmax(np.ravel(np.abs(s - 1.0)))])
