@@ -49,6 +49,7 @@ _LAZY = {  # name -> (module, attribute or None for the module itself)
     "design_finite": ("design.finite", "design_finite"),
     "calibrate": ("design.finite", "calibrate"),
     "to_pld": ("composition", "to_pld"),
+    "compose": ("composition", "compose"),
     "bounds": ("core.bounds", None),
     "accounting": ("core.accounting", None),
     "mechanisms": ("core.mechanisms", None),

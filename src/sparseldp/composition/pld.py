@@ -1,11 +1,13 @@
-r"""Export the privacy loss of one report to dp-accounting, to compose repeated reports.
+r"""The dp-accounting route: one report's privacy loss distribution as a dp-accounting object.
 
 A person who reports ``k`` times (fresh noise each time) releases the product
 channel; its ``(eps, delta)`` profile is that of the ``k``-fold composition of
-the single-report privacy loss distribution (PLD).  The paper gives the
-single-report defect exactly (Theorems 2, 3, 9); composing is dp-accounting's
-job, so this module hands it the exact pair of output distributions and lets
-its ``PrivacyLossDistribution.self_compose`` do the rest.
+the single-report privacy loss distribution (PLD).  This module hands
+dp-accounting the exact pair of output distributions (through the local
+randomizer protocol) and lets its ``PrivacyLossDistribution.self_compose`` do
+the rest: the interoperable route, e.g. to compose with other mechanisms'
+PLDs.  :func:`sparseldp.composition.compose` composes the two families on Z
+without discretization (:mod:`sparseldp.composition.exact`).
 
 For inputs ``x`` and ``x'`` the PLD is the law of the privacy loss
 ``L(Y) = log Q(Y | x) - log Q(Y | x')`` under ``Y ~ Q(. | x)``; then
@@ -23,7 +25,7 @@ rounds the loss values up to multiples of ``value_discretization_interval``
 bound on the true one, before and after composition (up to its own tail
 truncation in ``self_compose``, ``1e-15`` by default).
 
-dp-accounting is an optional dependency, imported only when this module is used.
+dp-accounting is an optional dependency, imported only when this route is used.
 """
 
 from __future__ import annotations
@@ -32,9 +34,9 @@ import math
 
 import numpy as np
 
-from ._validation import check_int, check_positive
-from .core.mechanisms import RadiusMechanism
-from .core.protocol import LocalRandomizer
+from .._validation import check_int, check_positive
+from ..core.mechanisms import RadiusMechanism
+from ..core.protocol import LocalRandomizer
 
 __all__ = ["to_pld", "log_pmf_pair"]
 
