@@ -32,6 +32,7 @@ from ..core.families import family_names, get_family
 
 __all__ = [
     "MAX_H_ACCOUNT",
+    "MAX_H_SUMMARY",
     "MAX_H_DESIGN",
     "STDIO",
     "check_distinct_paths",
@@ -56,8 +57,13 @@ __all__ = [
 
 FAMILIES = family_names()
 
-#: Largest privacy range ``account`` lists (every h = 1..H is a row of its output).
+#: Largest privacy range ``account`` lists (every h = 1..H is a row of its output: about 70 bytes
+#: of JSON per row, so at most about 70 MB, written in about 3 s).  ``account --summary`` prints
+#: no rows and takes any ``H`` up to :data:`MAX_H_SUMMARY`.
 MAX_H_ACCOUNT = 1_000_000
+#: Largest privacy range ``account --summary`` takes: ``delta_star`` costs O(1) whatever ``H`` (the
+#: worst separation is ``min(H, 2t + 1)``, :mod:`sparseldp.core.accounting`), so the cap is only int64.
+MAX_H_SUMMARY = (1 << 63) - 1
 #: Largest privacy range ``design`` searches (each candidate costs O(H); the support is >= 2H + 1).
 MAX_H_DESIGN = 10_000
 #: The path that means standard input / standard output.

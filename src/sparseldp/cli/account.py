@@ -4,24 +4,33 @@ For ``SparseLaplace(lam, s)`` or ``SparseGaussian(sigma, s)`` on Z and a target
 ``eps``, prints the separation defect ``delta_h(eps)`` for ``h = 1..H``
 (Theorems 3 and 9) with its split into support leakage and overlap excess
 (Remark 2), then ``delta_star = max_{1<=h<=H} delta_h`` and the distortion
-moments ``R1``, ``R2`` (Propositions 1 and 3).
+moments ``R1``, ``R2`` (Propositions 1 and 3).  ``delta_h`` is increasing in
+``h`` (a lemma in :mod:`sparseldp.core.accounting`), so the worst separation
+is ``min(H, 2t + 1)``.
 
 ``--json`` prints exactly::
 
     {"family", "lam" | "sigma", "s", "eps", "H", "delta_star",
      "per_h": [{"h", "delta", "support_leakage", "overlap"}, ...], "r1", "r2", "guarantee"}
 
+with every ``h = 1..H`` listed (rows are generated in chunks, so memory stays
+bounded; for ``h > 2t`` the windows are disjoint and the row is exactly
+``delta = support_leakage = 1``, ``overlap = 0``).  The table view lists every
+row up to :data:`FULL_TABLE_ROWS` and otherwise the first and last rows plus
+the maximizing ``h``.  ``H`` is at most
+:data:`~sparseldp.cli._common.MAX_H_ACCOUNT` (every ``h`` is a row).
+
+``--summary`` prints no rows: ``delta_star``, the worst separation and its
+split, ``R1``, ``R2`` and the guarantee, in O(1) whatever ``H`` (up to
+:data:`~sparseldp.cli._common.MAX_H_SUMMARY`); with ``--json``, exactly::
+
+    {"family", "lam" | "sigma", "s", "eps", "H", "delta_star", "worst_h",
+     "support_leakage", "overlap", "r1", "r2", "guarantee"}
+
 ``--mechanism spec.json`` accounts the spec's mechanism (the channel on its
 domain when it has one) at its recorded ``eps`` and ``H`` unless ``--eps`` /
-``--H`` are given; a spec whose recorded claims do not hold is refused.
-``H`` is at most :data:`~sparseldp.cli._common.MAX_H_ACCOUNT` (every ``h``
-is a row of the JSON output).
-
-with every ``h = 1..H`` listed (rows are generated in chunks, so memory stays
-bounded even for a huge ``H``; for ``h > 2t`` the windows are disjoint and the
-row is exactly ``delta = support_leakage = 1``, ``overlap = 0``).  The table
-view lists every row up to :data:`FULL_TABLE_ROWS` and otherwise the first and
-last rows plus the maximizing ``h``.
+``--H`` are given; a spec whose recorded claims do not hold is refused.  Its
+channel output is a summary already (the worst pair, no rows).
 """
 
 from __future__ import annotations
@@ -36,10 +45,9 @@ import typer
 from . import app
 from pathlib import Path
 
-from ._common import MAX_H_ACCOUNT, Command, build_mechanism, check_family, fmt, print_json, stdout_console, \
-    to_jsonable
+from ._common import MAX_H_ACCOUNT, MAX_H_SUMMARY, Command, build_mechanism, check_family, fmt, print_json, \
+    stdout_console, to_jsonable
 from .._validation import check_int, check_nonnegative
-from ..core.accounting import delta_profile
 
 __all__ = ["account", "account_rows", "FULL_TABLE_ROWS"]
 
@@ -78,6 +86,36 @@ def _write_json(mechanism, eps: float, H: int, delta_star: float) -> None:
         first = False
     out.write("], " + json.dumps(to_jsonable(tail), allow_nan=False)[1:] + "\n")
     out.flush()
+
+
+def _worst_h(mechanism, H: int) -> int:
+    """The smallest ``h <= H`` attaining ``delta_star``: ``min(H, 2t + 1)`` (``delta_h`` increases with ``h``)."""
+    return min(H, 2 * mechanism.t + 1)
+
+
+def _summary(mechanism, eps: float, H: int, as_json: bool) -> None:
+    """``--summary``: ``delta_star`` (rigorous upper bound), the worst separation and its split; O(1) in ``H``."""
+    from ..spec import Guarantee
+
+    upper = _upper(mechanism, eps, H)
+    h = _worst_h(mechanism, H)
+    d = mechanism.defect_h(eps, h)
+    name, value = mechanism.parameter
+    out = {"family": mechanism.family, name: value, "s": mechanism.s, "eps": eps, "H": H, "delta_star": upper,
+           "worst_h": h, "support_leakage": float(d.support_leakage), "overlap": float(d.overlap),
+           "r1": mechanism.r1, "r2": mechanism.r2, "guarantee": Guarantee(eps=eps, delta=upper, H=H).to_dict()}
+    if as_json:
+        print_json(out)
+        return
+    console = stdout_console()
+    console.print(f"Sparse {mechanism.family.capitalize()} ({name} = {value:g}, s = {mechanism.s}, "
+                  f"t = {mechanism.t}) at eps = {eps:g}, H = {H}", soft_wrap=True)
+    console.print(f"delta_star = {fmt(upper, 10)}  (max over 1 <= h <= {H}, attained at h = {h}: "
+                  f"support leakage {fmt(d.support_leakage)} + overlap {fmt(d.overlap)})", soft_wrap=True)
+    console.print(f"R1 = E|Y - x|     = {fmt(mechanism.r1, 10)}")
+    console.print(f"R2 = E(Y - x)^2   = {fmt(mechanism.r2, 10)}")
+    console.print(f"guarantee: (eps = {eps:g}, delta <= {upper:.4g})-LDP for inputs up to H = {H} apart "
+                  "(delta_star is a rigorous upper bound)", soft_wrap=True)
 
 
 def _shown_hs(H: int, h_max: int) -> list[int]:
@@ -123,7 +161,7 @@ def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -
                   "(delta_star is a rigorous upper bound)", soft_wrap=True)
 
 
-def _account_spec(path, eps, H, as_json: bool) -> None:
+def _account_spec(path, eps, H, as_json: bool, summary: bool) -> None:
     """``account --mechanism spec.json``: the spec's guarantee, recomputed (and its claims checked on load)."""
     from ..spec import Guarantee, load_spec
 
@@ -138,13 +176,14 @@ def _account_spec(path, eps, H, as_json: bool) -> None:
             raise ValueError("--H is required: the spec records no privacy range H")
         H = g.H
     eps = check_nonnegative(eps, "eps")
-    H = check_int(H, "H", minimum=1, maximum=MAX_H_ACCOUNT)
+    H = _check_H(H, summary)
     if spec.domain is None:
-        if as_json:
-            _write_json(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)))
+        if summary:
+            _summary(spec.mechanism, eps, H, as_json)
+        elif as_json:
+            _write_json(spec.mechanism, eps, H, _upper(spec.mechanism, eps, H))
         else:
-            delta_star, h_max = delta_profile(spec.mechanism.kernel, eps, H)
-            _print_table(spec.mechanism, eps, H, float(_upper(spec.mechanism, eps, H)), int(h_max))
+            _print_table(spec.mechanism, eps, H, _upper(spec.mechanism, eps, H), _worst_h(spec.mechanism, H))
         return
     ch = spec.channel()
     worst = ch.delta_with_argmax(eps, H)
@@ -174,6 +213,16 @@ def _upper(target, eps, H) -> float:
     return float(target.delta_star_upper(eps, H))
 
 
+def _check_H(H, summary: bool) -> int:
+    """``H`` within the cap of the mode: rows (:data:`MAX_H_ACCOUNT`) or ``--summary`` (:data:`MAX_H_SUMMARY`)."""
+    if summary:
+        return check_int(H, "H", minimum=1, maximum=MAX_H_SUMMARY)
+    if isinstance(H, int) and MAX_H_ACCOUNT < H <= MAX_H_SUMMARY:
+        raise ValueError(f"H must be an integer in [1, {MAX_H_ACCOUNT}] (each h = 1..H is a row of the output); "
+                         f"got {H}: use --summary for delta_star and the worst h alone at any H")
+    return check_int(H, "H", minimum=1, maximum=MAX_H_ACCOUNT)
+
+
 @app.command(cls=Command)
 def account(
     family: Annotated[Optional[str], typer.Option("--family", help="Mechanism family: laplace or gaussian.",
@@ -190,6 +239,8 @@ def account(
         "--mechanism", "-m", help="Account a mechanism spec (JSON) instead; its recorded claims are checked.",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (all h) instead of a table.")] = False,
+    summary: Annotated[bool, typer.Option(
+        "--summary", help="Only delta_star, the worst h and its split (no rows; any H up to 2^63 - 1).")] = False,
 ) -> None:
     """Exact delta_h for h = 1..H with its split (support leakage + overlap), delta_star, R1, R2."""
     if mechanism is not None:
@@ -197,7 +248,7 @@ def account(
                  if v is not None]
         if given:
             raise ValueError(f"{given[0]} cannot be combined with --mechanism (the spec names the mechanism)")
-        _account_spec(mechanism, eps, H, as_json)
+        _account_spec(mechanism, eps, H, as_json, summary)
         return
     missing = [name for name, v in (("--family", family), ("--s", s), ("--eps", eps), ("--H", H)) if v is None]
     if missing:
@@ -205,10 +256,10 @@ def account(
     family = check_family(family)
     mechanism_ = build_mechanism(family, s=s, lam=lam, sigma=sigma)
     eps = check_nonnegative(eps, "eps")
-    H = check_int(H, "H", minimum=1, maximum=MAX_H_ACCOUNT)
-    if as_json:
-        _write_json(mechanism_, eps, H, float(_upper(mechanism_, eps, H)))
+    H = _check_H(H, summary)
+    if summary:
+        _summary(mechanism_, eps, H, as_json)
+    elif as_json:
+        _write_json(mechanism_, eps, H, _upper(mechanism_, eps, H))
     else:
-        # one pass gives the smallest maximizing h (only h <= 2t + 1 can be new maxima)
-        delta_star, h_max = delta_profile(mechanism_.kernel, eps, H)
-        _print_table(mechanism_, eps, H, float(_upper(mechanism_, eps, H)), int(h_max))
+        _print_table(mechanism_, eps, H, _upper(mechanism_, eps, H), _worst_h(mechanism_, H))

@@ -3,6 +3,8 @@
 The report mean when the channel is unbiased; otherwise the mean of the EM
 estimate with a delta-method standard error from the expected Fisher
 information (:func:`_fisher_stderr`), bounded by the range of the domain.
+For the Laplace and Gaussian mechanisms on Z the report mean is computed in
+one O(n) pass over the reports, with no channel (:func:`_mean_on_z`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.stats import norm
 
-from .._validation import check_bool
+from .._validation import INT64_MAX, INT64_MIN, check_bool
+from ..channel import check_domain
+from ..core.kernels import GaussianKernel, LaplaceKernel
+from ..core.mechanisms import RadiusMechanism
+from .counts import _as_report_counts, _chunks
 from .frequencies import _check_tol, _fit
 from .model import _Model, _model
 
@@ -34,6 +40,9 @@ _PERMC = "NATURAL"
 # Rule of three: after n reports all equal to one value, 3/n is a 95% upper
 # confidence bound on the share of the others (exactly, 1 - 0.05^(1/n) <= 3/n).
 _RULE_OF_THREE = 3.0
+# Report mean on Z: centered reports |y - center| up to this bound keep chunk sums of squares exact in
+# int64 (2^40 per square, at most 2^22 reports per chunk); beyond it, float sums merged by chunk.
+_EXACT_SPAN = 1 << 20
 
 
 class MeanEstimate(float):
@@ -123,8 +132,15 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
       report mean ``(1/n) sum_i Y_i``, exactly unbiased; the standard error is
       ``sqrt(v / n)`` with ``v`` the sample variance (``ddof=1``), which
       estimates ``Var(Y) = Var_p(x) + E_p Var(Y | x)`` (``= Var_p(x) + R2`` on
-      Z).  Two floors guard degenerate samples.  ``v >= min_x Var(Y | x)``:
-      the noise alone, a lower bound on ``Var(Y)`` whatever ``p``.  And when
+      Z).  For :class:`~sparseldp.SparseLaplace` and
+      :class:`~sparseldp.SparseGaussian` on Z no channel is built: ``b = 0``
+      by symmetry, every value ``lo - t .. hi + t`` is a possible report, and
+      one O(n) pass over the reports checks them and sums them (exactly, in
+      integers, when the centered reports stay within ``2^20``: the mean is
+      then the correctly rounded ``sum / n`` and the variance the correctly
+      rounded ``(n S2 - S1^2) / (n (n - 1))``).  Two floors guard degenerate samples.
+      ``v >= min_x Var(Y | x)`` (``= R2`` on Z): the noise alone, a lower
+      bound on ``Var(Y)`` whatever ``p``.  And when
       all ``n`` reports are equal (``v = 0``), ``v = r (1 - r) w^2`` with
       ``r = min(3/n, 1/2)`` and ``w`` the span of the outputs: by the rule of
       three, ``r`` bounds the share of other reports at 95%, and
@@ -177,6 +193,10 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
     confidence = _check_confidence(confidence)
     tol, max_iter = _check_tol(tol, max_iter)
     counts = check_bool(counts, "counts")
+    if _on_z(mechanism) and domain is not None:
+        got = _mean_on_z(reports, mechanism, domain, confidence, counts)
+        if got is not None:
+            return got
     model = _model(mechanism, domain)
     c_all = model.counts_of(reports, counts)
     n_f = float(c_all.sum())
@@ -213,6 +233,107 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
     lo_ci = min(max(lo, value - z * se), hi)
     hi_ci = max(min(hi, value + z * se), lo)
     return MeanEstimate(value, stderr=se, ci=(lo_ci, hi_ci), confidence=confidence, method=method, n=n)
+
+
+def _on_z(mechanism) -> bool:
+    """A Laplace or Gaussian mechanism on Z whose every window offset has a finite log weight.
+
+    Then the extended channel is unbiased (symmetric kernel) and its outputs
+    from the domain ``lo..hi`` are exactly ``lo - t .. hi + t``.  (A Gaussian
+    with ``sigma^2`` below the doubles is a point mass and takes the channel
+    path, like kernels with zero weights.)
+    """
+    if not isinstance(mechanism, RadiusMechanism):
+        return False
+    k = mechanism.kernel
+    return isinstance(k, LaplaceKernel) or (isinstance(k, GaussianKernel) and math.isfinite(k._c))
+
+
+def _mean_on_z(reports, mechanism, domain, confidence: float, counts: bool):
+    """The report mean of :func:`estimate_mean` for a mechanism on Z: O(n), no channel.
+
+    Returns None when the windows leave int64 (then the channel path decides,
+    as before).  Same checks, messages and floors as the channel path; see
+    :func:`estimate_mean` for the exact integer sums.
+    """
+    lo, hi = check_domain(domain)
+    t = mechanism.t
+    y0, y1 = lo - t, hi + t
+    center = lo + (hi - lo) // 2
+    span_d = max(center - y0, y1 - center)  # largest |y - center| of a possible report
+    if y0 < INT64_MIN or y1 > INT64_MAX or span_d > 1 << 62:
+        return None
+    label = repr(mechanism)
+
+    def impossible(value, count):
+        return ValueError(
+            f"reports must be values that {label} can produce from inputs in the domain {lo}..{hi} "
+            f"(outputs {y0}..{y1}); got {value} ({count} such report{'s' if count != 1 else ''} in all)"
+        )
+
+    rc = _as_report_counts(reports, counts)
+    if rc is not None:
+        # a histogram: weighted sums over its values (float, as the channel path's counts)
+        nz = rc.counts > 0
+        v, c = rc.values[nz], rc.counts[nz].astype(float)
+        miss = (v < y0) | (v > y1)
+        if miss.any():
+            raise impossible(int(v[miss][0]), int(rc.counts[nz][miss].sum()))
+        n_f = float(c.sum())
+        if n_f < 2:
+            return _too_few(int(round(n_f)))
+        d = (v - center).astype(float)
+        m1 = float(c @ d) / n_f
+        var = float(c @ (d - m1) ** 2) / (n_f - 1.0)
+    else:
+        exact = span_d <= _EXACT_SPAN
+        n, s1, s2, mean, m2 = 0, 0, 0, 0.0, 0.0
+        chunks = _chunks(reports)
+        for chunk in chunks:
+            if chunk.size == 0:
+                continue
+            if int(chunk.min()) < y0 or int(chunk.max()) > y1:
+                bad = (chunk < y0) | (chunk > y1)
+                total = int(bad.sum()) + sum(int(((rest < y0) | (rest > y1)).sum()) for rest in chunks)
+                raise impossible(int(chunk[int(np.argmax(bad))]), total)
+            d = chunk - center
+            if exact:  # |d| <= 2^20: chunk sums of d and d^2 are exact in int64
+                s1 += int(d.sum())
+                s2 += int(np.dot(d, d))
+            else:  # per-chunk mean and sum of squares, merged (Chan, Golub and LeVeque)
+                df = d.astype(float)
+                mc = float(df.mean())
+                m2c = float(np.dot(df - mc, df - mc))
+                tot = n + df.size
+                dm = mc - mean
+                mean += dm * df.size / tot
+                m2 += m2c + dm * dm * n * df.size / tot
+            n += int(chunk.size)
+        if n < 2:
+            return _too_few(n)
+        n_f = float(n)
+        if exact:
+            m1 = s1 / n  # both Python ints: correctly rounded
+            var = (n * s2 - s1 * s1) / (n * (n - 1))
+        else:
+            m1, var = mean, m2 / (n_f - 1.0)
+    n = int(round(n_f))
+    if lo == hi:
+        return MeanEstimate(lo, stderr=0.0, ci=(lo, lo), confidence=confidence, method="one-value-domain", n=n)
+    if var <= 0.0:  # every report is the same value
+        r = min(_RULE_OF_THREE / n_f, 0.5)
+        span = float(y1 - y0)
+        var = r * (1.0 - r) * span * span
+    var = max(var, mechanism.r2)  # Var(Y | x) = R2 for every x on Z
+    value, se = center + m1, math.sqrt(var / n_f)
+    z = float(norm.ppf(0.5 + 0.5 * confidence))
+    lo_ci = min(max(lo, value - z * se), hi)
+    hi_ci = max(min(hi, value + z * se), lo)
+    return MeanEstimate(value, stderr=se, ci=(lo_ci, hi_ci), confidence=confidence, method="report-mean", n=n)
+
+
+def _too_few(n: int):
+    raise ValueError(f"reports must contain at least 2 reports to estimate a mean with a standard error; got {n}")
 
 
 def _fisher_stderr(model: _Model, p: np.ndarray, u: np.ndarray, n: float) -> float:

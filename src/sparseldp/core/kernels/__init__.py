@@ -24,7 +24,8 @@ Modules (imports point down this list; none imports outside numpy and the
 standard library):
 
 * :mod:`.rounding` - directed rounding, log-space helpers and bounded sums:
-  which way every number errs, and by how much;
+  which way every number errs, and by how much; and their scalar twins on
+  Python floats (the same values, for one ``(eps, h)`` at function-call cost);
 * :mod:`.base` - :class:`Kernel` and :class:`LogConcaveKernel`;
 * :mod:`.laplace` - :class:`LaplaceKernel` (geometric closed forms, the
   excess set decided exactly);

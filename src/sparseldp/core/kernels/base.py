@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import abc
+import math
 
 import numpy as np
 
-from .rounding import _NEG_INF, _logaddexp, _quiet
+from .rounding import _NEG_INF, _logaddexp, _quiet, _s_logaddexp
 
 
 class Kernel(abc.ABC):
@@ -99,7 +100,13 @@ class LogConcaveKernel(Kernel):
     a few range sums over the prefix excess set.  Subclasses give
     :meth:`log_w`, ``_range_nonneg(a, b, mode)`` (``log sum_{i=a}^{b} w(i)``
     for ``0 <= a``), :meth:`numerator_terms`, :meth:`moment_sums`,
-    :meth:`decimal_weights` and :meth:`weights`.
+    :meth:`decimal_weights` and :meth:`weights`; and, for one ``(eps, h)`` at
+    function-call cost, their *scalar twins* on Python floats, which must
+    return exactly the array methods' values (the same operations, numpy's
+    elementary functions; :mod:`.rounding`, "scalar twins"):
+    ``_range_nonneg_s``, :meth:`numerator_terms_s`, plus :meth:`loss_s`,
+    :meth:`last_excess_s` and ``_half_fast`` for the root search of
+    ``epsilon``.
     """
 
     log_concave = True
@@ -140,12 +147,75 @@ class LogConcaveKernel(Kernel):
         """
         return self._range_nonneg(a, b, mode)
 
+    # -- scalar twins: one (eps, h) at function-call cost --------------------------------
+    # The same formulas on Python floats (:mod:`.rounding`, "scalar twins"), used by the
+    # accountant's scalar fast path; they agree with the array methods to an ulp of an
+    # elementary function, and their bounds are as rigorous.
+
+    @abc.abstractmethod
+    def _range_nonneg_s(self, a: int, b: int, mode: str) -> float:
+        """Scalar ``_range_nonneg``: ``log sum_{i=a}^{b} w(i)`` for integers ``0 <= a``, ``b <= t``."""
+
+    @abc.abstractmethod
+    def numerator_terms_s(self, eps: float, h: int, mode: str) -> list:
+        """Scalar :meth:`numerator_terms` for one ``eps`` (float ``>= 0``, may be ``inf``) and
+        ``1 <= h <= 2t``: the *nonempty* terms only, in the same order, as ``(log_value, is_leak)``."""
+
+    @abc.abstractmethod
+    def loss_s(self, h: int, k: int) -> float:
+        """The overlap loss ``L_h(k) = log w(k) - log w(k - h)`` (rounded) for ``h - t <= k <= t``."""
+
+    @abc.abstractmethod
+    def last_excess_s(self, eps: float, h: int) -> int:
+        """Nearest-value ``K``: the last ``k`` in ``[h - t, t]`` with ``L_h(k) > eps`` (``h - t - 1`` if none),
+        ``1 <= h <= 2t``, finite ``eps >= 0``; the excess set is ``[h - t, K]`` (a prefix, by log-concavity)."""
+
+    def _range_s(self, a: int, b: int, mode: str) -> float:
+        """Scalar :meth:`_range`: ``log sum_{k=a}^{b} w(k)`` for integers ``-t <= a``, ``b <= t``."""
+        neg = self._range_nonneg_s(max(1, -b), -a, mode) if a <= -1 else _NEG_INF
+        pos = self._range_nonneg_s(max(0, a), b, mode) if b >= 0 else _NEG_INF
+        # logaddexp with an empty side returns the other side exactly
+        if neg == _NEG_INF:
+            return pos
+        if pos == _NEG_INF:
+            return neg
+        return _s_logaddexp(neg, pos, mode)
+
+    # -- for searches: nearest values with the C library's functions -----------------------
+    @abc.abstractmethod
+    def _half_fast(self, i: int, j: int) -> float:
+        """``log sum_{k=i}^{j} w(k)`` for integers ``0 <= i <= j <= t``, with the math module's functions.
+
+        Nearest values like ``"near"`` but not bit for bit (no numpy call: a quarter of the cost); for
+        the root search of :func:`sparseldp.core.accounting.epsilon_for_delta`, whose answer is then
+        certified with the rigorous twins."""
+
+    def _range_fast(self, a: int, b: int) -> float:
+        """``log sum_{k=a}^{b} w(k)`` for integers ``-t <= a``, ``b <= t`` (as :meth:`_half_fast`)."""
+        t = self.t
+        neg = pos = _NEG_INF
+        if a <= -1:
+            i, j = max(1, -b), min(-a, t)
+            if i <= j:
+                neg = self._half_fast(i, j)
+        if b >= 0:
+            i, j = max(0, a), min(b, t)
+            if i <= j:
+                pos = self._half_fast(i, j)
+        if neg == _NEG_INF:
+            return pos
+        if pos == _NEG_INF:
+            return neg
+        m, n = (neg, pos) if neg >= pos else (pos, neg)
+        return m + math.log1p(math.exp(n - m))
+
     def log_normalizer_bound(self, mode: str) -> float:
         """``log C_t`` rounded to nearest, or a rigorous upper (``"up"``) / lower (``"dn"``) bound."""
         key = "_logc_" + mode
         got = self.__dict__.get(key)
         if got is None:
-            with np.errstate(all="ignore"):
-                got = float(_logaddexp(self._range_nonneg(0, self.t, mode), self._range_nonneg(1, self.t, mode), mode))
+            # C_t = w(0) + 2 sum_{i>=1} w(i): the two one-sided sums, by the scalar twins (the same value
+            # as the array methods give, at function-call cost: kernels are built in the design searches)
+            got = _s_logaddexp(self._range_nonneg_s(0, self.t, mode), self._range_nonneg_s(1, self.t, mode), mode)
             self.__dict__[key] = got
         return got

@@ -30,6 +30,17 @@ from .rounding import (
     _log_up,
     _logsubexp,
     _quiet,
+    _INF,
+    _nextafter,
+    _s_add,
+    _s_ceil,
+    _s_dn,
+    _s_log_up,
+    _s_logaddexp,
+    _s_logsubexp_dn,
+    _s_logsubexp_near,
+    _s_logsubexp_up,
+    _s_up,
     dn,
     logsubexp,
     up,
@@ -88,6 +99,18 @@ def _head_end(c: float, t: int) -> int:
     while J < t and float(J + 1) * (J + 1) * c <= _HEAD_LOG:
         J += 1
     return J
+
+
+class _BoundAt:
+    """One side of the suffix bounds, computed per index (``.item(i)``) for the largest windows."""
+
+    def __init__(self, kernel, side: str):
+        self.kernel, self.side = kernel, side
+
+    def item(self, i: int) -> float:
+        k = self.kernel
+        e = float(k._error_bounds()[i])
+        return _s_dn(k._suffix.item(i) - e) if self.side == "dn" else _s_up(k._suffix.item(i) + e)
 
 
 class GaussianKernel(LogConcaveKernel):
@@ -431,6 +454,124 @@ class GaussianKernel(LogConcaveKernel):
                 lb = _add(self._range(b_lo, b_hi, "up"), lf, "up")
                 terms.append((np.where(edge, lb, _NEG_INF), edge, "overlap"))
         return terms
+
+    # -- scalar twins (see LogConcaveKernel): one (eps, h), Python floats ---------------
+    def _bounds_s(self):
+        """``(lower, upper)`` bounds on the suffix array, indexable with ``.item(i)`` (built once)."""
+        got = self.__dict__.get("_bounds_s_cache")
+        if got is None:
+            if self.t < (1 << 22):
+                self._suffix_bounds(0, "dn")  # builds the bound arrays (as the array path does)
+                got = self._sbounds
+            else:  # as the array path: per index, without two more O(t) arrays
+                got = (_BoundAt(self, "dn"), _BoundAt(self, "up"))
+            self.__dict__["_bounds_s_cache"] = got
+        return got
+
+    def _range_nonneg_s(self, a: int, b: int, mode: str) -> float:
+        t = self.t
+        b = min(b, t)
+        if a > b:
+            return _NEG_INF
+        ai = min(max(a, 0), t + 1)
+        bi = min(max(b + 1, 0), t + 1)
+        if mode == "near":
+            return _s_logsubexp_near(self._suffix.item(ai), self._suffix.item(bi))
+        lo, hi = self._bounds_s()
+        if mode == "up":
+            return _s_logsubexp_up(hi.item(ai), lo.item(bi))
+        return _s_logsubexp_dn(lo.item(ai), hi.item(bi))
+
+    def _range_s(self, a: int, b: int, mode: str) -> float:
+        """Scalar :meth:`_range` (the two halves of :meth:`_range_nonneg_s` inlined)."""
+        t = self.t
+        if mode == "near":
+            big = small = self._suffix
+            sub = _s_logsubexp_near
+        else:
+            lo, hi = self.__dict__.get("_bounds_s_cache") or self._bounds_s()
+            if mode == "up":
+                big, small, sub = hi, lo, _s_logsubexp_up
+            else:
+                big, small, sub = lo, hi, _s_logsubexp_dn
+        neg = pos = _NEG_INF
+        if a <= -1:  # [a, min(b, -1)] mirrored to [max(1, -b), -a]
+            i, j = max(1, -b), min(-a, t)
+            if i <= j:
+                neg = sub(big.item(i), small.item(j + 1))
+        if b >= 0:
+            i, j = max(0, a), min(b, t)
+            if i <= j:
+                pos = sub(big.item(i), small.item(j + 1))
+        if neg == _NEG_INF:
+            return pos
+        if pos == _NEG_INF:
+            return neg
+        return _s_logaddexp(neg, pos, mode)
+
+    def _last_near_s(self, eps: float, h: int) -> int:
+        """Nearest-value last excess index, clamped to ``[h - t - 1, t]`` (as in :meth:`numerator_terms`)."""
+        kappa = h / 2.0 - (self.sigma * self.sigma * eps if eps > 0 else 0.0) / h
+        last = _s_ceil(kappa) - 1.0
+        if last != last:  # 0 * inf (sigma^2 underflowing, eps = inf): no excess point, as the array path
+            return h - self.t - 1
+        return int(min(max(last, float(h - self.t - 1)), float(self.t)))
+
+    def numerator_terms_s(self, eps: float, h: int, mode: str) -> list:
+        """Scalar :meth:`numerator_terms` (the nonempty terms, as ``(log_value, is_leak)``)."""
+        t = self.t
+        if h < 1:
+            return []
+        terms = [(self._range_s(-t, h - t - 1, mode), True)]
+        lo = h - t
+        if mode == "near":
+            last = self._last_near_s(eps, h)
+            if last >= lo:
+                log_a = self._range_s(lo, last, "near")
+                log_b = self._range_s(-t, last - h, "near")
+                terms.append((_s_logsubexp_near(log_a, eps + log_b), False))
+            return terms
+        hf = float(h)
+        s2_dn, s2_up = self._s2
+        se_up = _nextafter(s2_up * eps, _INF)
+        se_dn = max(_nextafter(s2_dn * eps, -_INF), 0.0)
+        k_up = _nextafter(hf / 2.0 - _nextafter(se_dn / hf, -_INF), _INF)
+        k_dn = _nextafter(hf / 2.0 - _nextafter(se_up / hf, _INF), -_INF)
+        lof = float(lo - 1)
+        K_lo = _s_ceil(k_dn) - 1.0
+        K_hi = _s_ceil(k_up) - 1.0
+        K_lo = int(min(max(K_lo, lof), float(t))) if math.isfinite(K_lo) else lo - 1
+        K_hi = int(min(max(K_hi, lof), float(t))) if math.isfinite(K_hi) else lo - 1
+        K_hi = max(K_hi, K_lo)
+        if K_lo >= lo:
+            log_a = self._range_s(lo, K_lo, mode)
+            if mode == "up":
+                log_b = self._range_s(-t, K_lo - h, "dn")
+                ov = _s_logsubexp_up(log_a, _nextafter(eps + log_b, -_INF))
+            else:
+                log_b = self._range_s(-t, K_lo - h, "up")
+                ov = _s_logsubexp_dn(log_a, _nextafter(eps + log_b, _INF))
+            terms.append((ov, False))
+        if mode == "up" and K_hi > K_lo:
+            F = _nextafter(_nextafter(2.0 * hf * self._c_up, _INF) * _nextafter(k_up - k_dn, _INF), _INF)
+            lf = _s_log_up(min(F, 1.0))
+            terms.append((_s_add(self._range_s(K_lo + 1, K_hi, "up"), lf, "up"), False))
+        return terms
+
+    def _half_fast(self, i: int, j: int) -> float:
+        x, y = self._suffix.item(i), self._suffix.item(j + 1)  # log S_i, log S_{j+1}
+        if not y < x:  # as logsubexp: -inf (also within rounding, far in the tail)
+            return _NEG_INF
+        if y == _NEG_INF:
+            return x
+        g = -math.expm1(y - x)
+        return x + (math.log(g) if g > 0.0 else _NEG_INF)
+
+    def loss_s(self, h: int, k: int) -> float:
+        return self._c * float(h) * float(h - 2 * k)
+
+    def last_excess_s(self, eps: float, h: int) -> int:
+        return self._last_near_s(eps, h)
 
     def moment_sums(self):
         t = self.t

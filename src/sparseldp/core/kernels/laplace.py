@@ -15,7 +15,27 @@ import math
 import numpy as np
 
 from .base import LogConcaveKernel
-from .rounding import U, _NEG_INF, _add, _exp_dn, _exp_up, _log1mexp, _quiet, _two_prod, dn, up
+from .rounding import (
+    U,
+    _INF,
+    _NEG_INF,
+    _add,
+    _exp_dn,
+    _exp_up,
+    _log1mexp,
+    _nextafter,
+    _quiet,
+    _s_add,
+    _s_ceil,
+    _s_dn,
+    _s_ldexp,
+    _s_log1mexp,
+    _s_two_prod,
+    _s_up,
+    _two_prod,
+    dn,
+    up,
+)
 
 
 class LaplaceKernel(LogConcaveKernel):
@@ -30,11 +50,11 @@ class LaplaceKernel(LogConcaveKernel):
     def __init__(self, lam: float, t: int):
         self.lam = float(lam)
         self.t = int(t)
-        # log(1 - e^{-lam}) without cancellation for tiny lam, and its bounds
-        with np.errstate(all="ignore"):
-            self._log_one_minus_q = float(_log1mexp(self.lam, "near"))
-            self._l1mq = {"near": self._log_one_minus_q, "up": float(_log1mexp(self.lam, "up")),
-                          "dn": float(_log1mexp(self.lam, "dn"))}
+        # log(1 - e^{-lam}) without cancellation for tiny lam, and its bounds (scalar twins: the values of
+        # _log1mexp, at function-call cost)
+        self._log_one_minus_q = _s_log1mexp(self.lam, "near")
+        self._l1mq = {"near": self._log_one_minus_q, "up": _s_log1mexp(self.lam, "up"),
+                      "dn": _s_log1mexp(self.lam, "dn")}
         # lam = f 2^E with 1/2 <= f < 1: products f * m are error-free for integers m <= 2^53
         f, E = math.frexp(self.lam)
         self._lam_f, self._lam_e = float(f), int(E)
@@ -245,6 +265,129 @@ class LaplaceKernel(LogConcaveKernel):
         for lv, ne in zip(logs, nes):
             terms.append((lv.reshape(shape), ne.reshape(shape), "overlap"))
         return terms
+
+    # -- scalar twins (see LogConcaveKernel): one (eps, h), Python floats ---------------
+    def _log_geom_s(self, a: float, n: float, mode: str) -> float:
+        """Scalar :meth:`_log_geom`."""
+        lam = self.lam
+        if mode == "near":
+            return -lam * a + _s_log1mexp(lam * n, "near") - self._log_one_minus_q
+        if mode == "up":
+            s = _nextafter(-_nextafter(lam * a, -_INF) + _s_log1mexp(_nextafter(lam * n, _INF), "up"), _INF)
+            return _nextafter(s - self._l1mq["dn"], _INF)
+        s = _nextafter(-_nextafter(lam * a, _INF) + _s_log1mexp(_nextafter(lam * n, -_INF), "dn"), -_INF)
+        return _nextafter(s - self._l1mq["up"], -_INF)
+
+    def _range_nonneg_s(self, a: int, b: int, mode: str) -> float:
+        a = float(a)
+        n = float(min(b, self.t)) - a + 1.0
+        return self._log_geom_s(a, n, mode) if n >= 1.0 else _NEG_INF
+
+    def _lam_m_minus_eps_s(self, m: float, eps: float, mode: str = "near"):
+        """Scalar :meth:`_lam_m_minus_eps`: ``(lam m - eps > 0 exactly, value)``."""
+        p = self.lam * m
+        near = p - eps
+        if abs(near) <= 2.0**-20 * p:
+            pp, e = _s_two_prod(self._lam_f, m)
+            df = pp - _s_ldexp(eps, -self._lam_e)
+            r = df + e
+            if mode == "near":
+                return r > 0, _s_ldexp(r, self._lam_e)
+            if mode == "up":
+                return r > 0, _s_up(_s_ldexp(_s_up(_s_up(df) + e), self._lam_e))
+            return r > 0, _s_dn(_s_ldexp(_s_dn(_s_dn(df) + e), self._lam_e))
+        if mode == "near":
+            return near > 0, near
+        if mode == "up":
+            return near > 0, _s_up(_s_up(p) - eps)
+        return near > 0, _s_dn(_s_dn(p) - eps)
+
+    def _last_excess_s(self, h: float, eps: float, k1: float, cap: float, exact: bool = True) -> float:
+        """Scalar :meth:`_last_excess`."""
+        lam = self.lam
+        r = eps / lam
+        x = (h - r) / 2.0
+        K = min(max(_s_ceil(x) - 1.0, k1 - 1.0), cap)
+        if not exact:
+            return K
+        if abs(x - float(round(x))) > 4.0 * U * (h + abs(r)) + 1e-300:
+            return K
+        _, d0 = self._lam_m_minus_eps_s(h - 2.0 * K, eps)
+        K = min(max(K + _s_ceil(d0 / (2.0 * lam)) - 1.0, k1 - 1.0), cap)
+        for _ in range(8):
+            here = self._lam_m_minus_eps_s(h - 2.0 * K, eps)[0]
+            nxt = self._lam_m_minus_eps_s(h - 2.0 * K - 2.0, eps)[0]
+            if K >= k1 and not here:  # K claims an excess point it does not have
+                K -= 1.0
+            elif K + 1.0 <= cap and nxt:  # the next point is an excess point too
+                K += 1.0
+            else:
+                return K
+        raise RuntimeError("internal error: the Laplace excess boundary did not settle")  # pragma: no cover
+
+    def numerator_terms_s(self, eps: float, h: int, mode: str) -> list:
+        """Scalar :meth:`numerator_terms` (the nonempty terms, as ``(log_value, is_leak)``)."""
+        t = self.t
+        hf = float(h)
+        terms = []
+        if h <= t:
+            if h >= 1:
+                terms.append((self._log_geom_s(t - hf + 1.0, max(hf, 1.0), mode), True))
+        else:
+            if t >= 1:
+                terms.append((self._log_geom_s(1.0, max(float(t), 1.0), mode), True))
+            terms.append((self._log_geom_s(0.0, max(hf - t, 1.0), mode), True))
+        if h < 1:
+            return terms
+        pos, d = self._lam_m_minus_eps_s(hf, eps, mode)
+        if not pos:
+            return terms
+        if h <= t:  # region 1: k = h-t .. 0, all with loss lam h
+            g = self._log_geom_s(0.0, max(t - hf + 1.0, 1.0), mode)
+            terms.append((_s_add(_s_log1mexp(d, mode), g, mode), False))
+        k1 = max(1.0, hf - t)
+        cap = _s_ceil(hf / 2.0) - 1.0
+        K = self._last_excess_s(hf, eps, k1, cap, exact=mode != "near")
+        if not K >= k1:
+            return terms
+        n = K - k1 + 1.0
+        _, dk = self._lam_m_minus_eps_s(hf - 2.0 * K, eps, mode)
+        if mode == "near":
+            dk = max(dk, 0.0)
+        common = self._log_geom_s(0.0, n, mode)
+        lam = self.lam
+        if mode == "near":
+            v1 = -lam * k1 + _s_log1mexp(lam * (K - k1), "near") + common
+            v2 = _s_log1mexp(dk, "near") - lam * K + common
+        else:
+            lamk1 = _s_up(lam * k1) if mode == "dn" else _s_dn(lam * k1)
+            lamK = _s_up(lam * K) if mode == "dn" else _s_dn(lam * K)
+            lamd = _s_dn(lam * (K - k1)) if mode == "dn" else _s_up(lam * (K - k1))
+            v1 = _s_add(_s_add(-lamk1, _s_log1mexp(lamd, mode), mode), common, mode)
+            v2 = _s_add(_s_add(_s_log1mexp(dk, mode), -lamK, mode), common, mode)
+        if K > k1:
+            terms.append((v1, False))
+        terms.append((v2, False))
+        return terms
+
+    def _half_fast(self, i: int, j: int) -> float:
+        lam = self.lam
+        g = -math.expm1(-lam * float(j - i + 1))
+        return -lam * float(i) + (math.log(g) if g > 0.0 else _NEG_INF) - self._log_one_minus_q
+
+    def loss_s(self, h: int, k: int) -> float:
+        return self.lam * float(abs(k - h) - abs(k))
+
+    def last_excess_s(self, eps: float, h: int) -> int:
+        t = self.t
+        none = h - t - 1
+        if not self.lam * h > eps:
+            return none
+        k1 = max(1, h - t)
+        K = self._last_excess_s(float(h), eps, float(k1), _s_ceil(h / 2.0) - 1.0, exact=False)
+        if K >= k1:
+            return int(K)
+        return 0 if h <= t else none
 
     def moment_sums(self):
         t, lam = self.t, self.lam

@@ -18,6 +18,8 @@ nonnegative doubles.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 _NEG_INF = -np.inf
@@ -209,3 +211,220 @@ def bounded_sum(x, axis=None, *, mode: str, n: int | None = None):
     n = int(x.size if axis is None else x.shape[axis]) if n is None else n
     f = sum_factor(max(n, 1), mode)
     return up(s * f) if mode == "up" else dn(s * f)
+
+
+# ---------------------------------------------------------------------------
+# scalar twins (Python floats)
+# ---------------------------------------------------------------------------
+# The accountant's scalar fast path (one (eps, h) pair at function-call cost) repeats the
+# formulas above operation for operation on Python floats: + - * / are the same IEEE
+# operations, math.nextafter is np.nextafter, and the four elementary functions are
+# numpy's own ufuncs called on one float (``_ex``, ``_exm1``, ``_lg``, ``_lg1p``; a quarter
+# of a microsecond each), so the results are *identical* to the array path's: numpy's
+# SIMD exp/log/expm1/log1p differ from the C library's in a few percent of the last bits,
+# and an ulp there would separate the two paths.  (``np.logaddexp`` calls the C library
+# inside, so its twin does too.)  Arguments where numpy would raise a floating-point
+# signal (overflow, underflow to a subnormal, log of 0) are served by the math module
+# with numpy's conventions instead -- exp overflows to inf, log(0) = -inf, NaN passes
+# through -- so no ``np.errstate`` (1.5 us) is needed and a user's ``np.seterr`` never
+# fires.  NaN propagates through min/max as in numpy (the computed value is always the
+# first argument).  The helpers are written flat (nextafter inlined, one function per
+# mode where it is hot): a Python call costs about as much as the arithmetic it wraps.
+_INF = math.inf
+_NAN = math.nan
+_nextafter = math.nextafter
+_np_exp = np.exp
+_np_expm1 = np.expm1
+_np_log = np.log
+_np_log1p = np.log1p
+_LOGE2 = math.log(2.0)
+# |x| above this is a normal double: exp/expm1/log1p results there raise no underflow signal
+_NORMAL = 2.0**-1020
+
+
+def _ex(x: float) -> float:
+    """``np.exp(x)`` as a float; inf on overflow, C library below ``-708`` (subnormal results)."""
+    if -708.0 < x < 709.0:
+        return float(_np_exp(x))
+    try:
+        return math.exp(x)  # NaN and -inf pass; results here are 0, subnormal or beyond e^709
+    except OverflowError:
+        return _INF
+
+
+def _exm1(x: float) -> float:
+    """``np.expm1(x)`` as a float; inf on overflow."""
+    if _NORMAL < x < 709.0 or -_INF < x < -_NORMAL:
+        return float(_np_expm1(x))
+    try:
+        return math.expm1(x)  # tiny |x| (the result is x), NaN, infinities
+    except OverflowError:
+        return _INF
+
+
+def _lg(x: float) -> float:
+    """``np.log(x)`` as a float: -inf at 0, NaN below."""
+    if x > 0.0:
+        return float(_np_log(x))
+    return -_INF if x == 0.0 else _NAN
+
+
+def _lg1p(x: float) -> float:
+    """``np.log1p(x)`` as a float: -inf at -1, NaN below."""
+    if x > -1.0:
+        return float(_np_log1p(x)) if (x > _NORMAL or x < -_NORMAL) else math.log1p(x)
+    return -_INF if x == -1.0 else _NAN
+
+
+def _s_up(x: float) -> float:
+    return _nextafter(x, _INF)
+
+
+def _s_dn(x: float) -> float:
+    return _nextafter(x, -_INF)
+
+
+_s_exp = _ex
+_s_log = _lg
+
+
+def _s_ldexp(x: float, e: int) -> float:
+    try:
+        return math.ldexp(x, e)
+    except OverflowError:
+        return math.copysign(_INF, x)
+
+
+def _s_ceil(x: float) -> float:
+    """``np.ceil`` on a float: infinities and NaN pass through (``math.ceil`` would raise)."""
+    return float(math.ceil(x)) if -_INF < x < _INF else x
+
+
+def _s_fup(r: float) -> float:
+    return _nextafter(r + (_FN_REL * abs(r) + TINY), _INF)
+
+
+def _s_fdn(r: float) -> float:
+    return _nextafter(r - (_FN_REL * abs(r) + TINY), -_INF)
+
+
+def _s_exp_up(x: float) -> float:
+    r = _ex(x)
+    return r if r == _INF else _nextafter(r + (_FN_REL * r + TINY), _INF)  # NaN passes through
+
+
+def _s_exp_dn(x: float) -> float:
+    r = _ex(x)
+    if r == _INF:
+        return r
+    r = _nextafter(r - (_FN_REL * r + TINY), -_INF)
+    return r if not r < 0.0 else 0.0
+
+
+def _s_log_up(y: float) -> float:
+    r = _lg(y)
+    return _nextafter(r + (_FN_REL * abs(r) + TINY), _INF) if -_INF < r < _INF else r
+
+
+def _s_log_dn(y: float) -> float:
+    if not y > 0.0:
+        return -_INF
+    r = float(_np_log(y))
+    return _nextafter(r - (_FN_REL * abs(r) + TINY), -_INF) if -_INF < r < _INF else r
+
+
+def _s_log1mexp(x: float, mode: str) -> float:
+    """Scalar :func:`_log1mexp`: ``log(1 - e^{-x})`` for ``x >= 0``."""
+    g = -_exm1(-x)
+    if mode == "near":
+        return _lg(g)
+    if mode == "up":
+        g = _nextafter(g + (_FN_REL * abs(g) + TINY), _INF)
+        return _s_log_up(g if not g > 1.0 else 1.0)
+    return _s_log_dn(_nextafter(g - (_FN_REL * abs(g) + TINY), -_INF))
+
+
+def _s_logaddexp(a: float, b: float, mode: str) -> float:
+    """Scalar :func:`_logaddexp` (``"near"``: ``np.logaddexp``, which uses the C library's exp and log1p)."""
+    if a != a or b != b:
+        return _NAN
+    if mode == "near":
+        if a == b:
+            return a + _LOGE2
+        d = a - b
+        if d > 0:
+            return a + math.log1p(math.exp(-d))
+        if d <= 0:
+            return b + math.log1p(math.exp(d))
+        return d  # NaN (inf - inf)
+    m, n = (a, b) if a >= b else (b, a)
+    if m == -_INF:
+        return -_INF
+    if n == -_INF:
+        return m
+    if mode == "up":
+        r = _lg1p(_s_exp_up(_nextafter(n - m, _INF)))
+        return _nextafter(m + _nextafter(r + (_FN_REL * abs(r) + TINY), _INF), _INF)
+    r = _lg1p(_s_exp_dn(_nextafter(n - m, -_INF)))
+    r = _nextafter(r - (_FN_REL * abs(r) + TINY), -_INF)
+    return _nextafter(m + (r if not r < 0.0 else 0.0), -_INF)
+
+
+def _s_logsubexp_near(x: float, y: float) -> float:
+    """Scalar :func:`logsubexp`: ``log(e^x - e^y)``, ``-inf`` when ``y >= x``."""
+    if y >= x or x == -_INF:
+        return -_INF
+    if y == -_INF:
+        return x
+    return x + _lg(-_exm1(y - x))  # y < x: no overflow; NaN passes through
+
+
+def _s_logsubexp_up(x: float, y: float) -> float:
+    """Scalar ``_logsubexp(x, y, "up")``: an upper bound from ``x >= X``, ``y <= Y``."""
+    if x == -_INF:
+        return -_INF
+    z = _nextafter(y - x, -_INF)
+    ux = _nextafter(x, _INF)
+    if not z < 0:
+        return ux
+    g = -_exm1(z)
+    g = _nextafter(g + (_FN_REL * g + TINY), _INF)
+    v = _nextafter(x + _s_log_up(g if not g > 1.0 else 1.0), _INF)
+    return ux if ux < v else v
+
+
+def _s_logsubexp_dn(x: float, y: float) -> float:
+    """Scalar ``_logsubexp(x, y, "dn")``: a lower bound from ``x <= X``, ``y >= Y``."""
+    z = _nextafter(y - x, _INF)
+    if not (z < 0 and x > -_INF):
+        return -_INF
+    g = -_exm1(z)
+    g = _nextafter(g - (_FN_REL * g + TINY), -_INF)
+    if not g > 0:
+        return -_INF
+    return _nextafter(x + _s_log_dn(g), -_INF)
+
+
+def _s_logsubexp(x: float, y: float, mode: str) -> float:
+    """Scalar :func:`_logsubexp` (``"near"``: :func:`logsubexp`)."""
+    if mode == "near":
+        return _s_logsubexp_near(x, y)
+    return _s_logsubexp_up(x, y) if mode == "up" else _s_logsubexp_dn(x, y)
+
+
+def _s_add(a: float, b: float, mode: str) -> float:
+    s = a + b
+    return s if mode == "near" else (_nextafter(s, _INF) if mode == "up" else _nextafter(s, -_INF))
+
+
+def _s_two_prod(a: float, b: float):
+    """Scalar :func:`_two_prod` (the same operations in the same order)."""
+    p = a * b
+    c = 134217729.0 * a
+    ah = c - (c - a)
+    al = a - ah
+    c = 134217729.0 * b
+    bh = c - (c - b)
+    bl = b - bh
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
