@@ -68,6 +68,8 @@ COMMANDS = {
     "compare": {"--eps": NUM, "--delta": NUM + ["0.1"], "--H": INT, "--domain": DOMAIN,
                 "--n": ["10", "1000", "0", "-5", "10000000000", "x"], "--seed": INT, "--plot": OUT,
                 "--families": ["rr", "rr,geometric", "bogus", "", "rr,rr"], "--json": FLAG},
+    "report": {"-m": SPEC, "-o": OUT, "--domain": DOMAIN, "--reports": ["1", "3", "0", "-2", "x", "100001"],
+               "--n": ["10", "1000", "0", "-5", "x"], "--eps": NUM, "--H": INT},
 }
 # Options that make a command expensive in the fuzzer's random combinations are kept cheap:
 # compare always simulates few people and only cheap families unless the fuzzer overrides them.
@@ -121,6 +123,7 @@ BASE = {
                  "--domain", "0:5"],
     "compare": ["compare", "--eps", "1", "--delta", "0.1", "--H", "2", "--domain", "0:9", "--families", "rr",
                 "--n", "200", "--seed", "1"],
+    "report": ["report", "-m", "{d}/spec.json", "-o", "{d}/report.html", "--reports", "3"],
 }
 
 

@@ -63,7 +63,7 @@ def _root(
 
 
 # Command modules, each registering its commands on ``app`` when imported.
-COMMAND_MODULES = ["account", "design", "reproduce", "privatize", "estimate", "compare"]
+COMMAND_MODULES = ["account", "design", "reproduce", "privatize", "estimate", "compare", "report"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}")
