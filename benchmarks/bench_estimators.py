@@ -2,7 +2,7 @@
 
 Battery: true distributions on 0..99 (and a few on 0..19) of eight shapes
 (smooth unimodal, bimodal, smooth + one dominant spike, zero-inflated counts,
-heavy right tail, uniform, point mass, step) x n in {10^4, 10^5, 10^6} x
+heavy right tail, uniform, point mass, step) x n in {10^4, 10^5, 10^6, 10^7} x
 {Laplace, Gaussian} x two targets (eps, delta, H) = (1, 1e-6, 5) and
 (2, 1e-6, 20), mechanisms from ``sparseldp.design`` (cached).  One seeded
 simulation per case; the truth is the empirical histogram of the true values.
@@ -24,6 +24,8 @@ per estimator, the count of cases where auto is within 1.15 x best + 0.002 of th
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 
@@ -31,7 +33,7 @@ import numpy as np
 
 TARGETS = ((1.0, 1e-6, 5), (2.0, 1e-6, 20))
 FAMILIES = ("laplace", "gaussian")
-NS = (10**4, 10**5, 10**6)
+NS = (10**4, 10**5, 10**6, 10**7)
 METHODS = ("auto", "em", "ems", "inversion", "stopped")
 REFERENCE = ("em", "ems", "stopped")
 SMALL_SHAPES = ("smooth", "spike", "point")
@@ -116,7 +118,11 @@ def run() -> list[dict]:
     within = 0
     worst = (0.0, "")
     t_auto, t_em = [], []
+    # SPARSELDP_BENCH_SHARD=i/m runs every m-th case from the i-th (to spread the battery over processes)
+    shard, nshard = (int(v) for v in os.environ.get("SPARSELDP_BENCH_SHARD", "0/1").split("/"))
     for i, (name, mech, k, pop, n) in enumerate(_cases()):
+        if i % nshard != shard:
+            continue
         gen = np.random.default_rng(1000 + i)
         counts = gen.multinomial(n, pop)
         truth = counts / n
@@ -151,6 +157,8 @@ def run() -> list[dict]:
         note = "  ".join(f"{m} {res[m][0]:.4f}/{res[m][1]:.3f}" for m in METHODS)
         rows.append({"name": name, "median_s": t_auto[-1], "ratio": res["auto"][0] / max(best_tv, 1e-12),
                      "note": f"TV/W1: {note}; auto chose {choice}{'' if ok else '  MISSES TARGET'}"})
+        print(f"  [{i}] {rows[-1]['name']}: {rows[-1]['note']} (auto {t_auto[-1]:.2f} s, em {t_em[-1]:.2f} s)",
+              file=sys.stderr, flush=True)
     ncase = len(errs["auto"])
     for m in METHODS:
         tv = np.mean([e[0] for e in errs[m]])

@@ -101,7 +101,7 @@ def _counts(Q, labels, n, seed):
 def test_em_matches_brute_dense_em(case):
     Q, labels = _dense(case)
     rc, c = _counts(Q, labels, 200_000, seed=1)
-    est = estimate_frequencies(rc, case[1], domain=DOMAIN, tol=1e-6, max_iter=200_000, return_info=True)
+    est = estimate_frequencies(rc, case[1], method="em", domain=DOMAIN, tol=1e-6, max_iter=200_000, return_info=True)
     assert isinstance(est, FrequencyEstimate) and est.converged and est.gap <= 1e-6
     n = c.sum()
     # independent optimality check with the independent dense Q: n log max_x g_x(p) bounds
@@ -140,7 +140,7 @@ def test_simulated_reports_properties_and_gap_certificate(case):
     _, c = _counts(Q, labels, 5_000, seed=2)
     reports = np.repeat(labels, c)
     np.random.default_rng(0).shuffle(reports)
-    est = estimate_frequencies(reports, case[1], domain=DOMAIN, return_info=True)
+    est = estimate_frequencies(reports, case[1], method="em", domain=DOMAIN, return_info=True)
     assert est.n == 5_000 and est.method == "em"
     assert np.all(est.p >= 0) and abs(est.p.sum() - 1) < 1e-12
     assert est.converged and 0 <= est.gap <= 1e-2
@@ -149,7 +149,7 @@ def test_simulated_reports_properties_and_gap_certificate(case):
     ll_brute = float(c[c > 0] @ np.log((Q.T @ brute)[c > 0]))
     assert est.loglik >= ll_brute - est.gap - 1e-6
     # the array form equals the info form
-    arr = estimate_frequencies(reports, case[1], domain=DOMAIN)
+    arr = estimate_frequencies(reports, case[1], method="em", domain=DOMAIN)
     assert np.array_equal(arr, est.p)
 
 
@@ -157,7 +157,7 @@ def test_em_is_ml_not_inversion_when_inversion_leaves_the_simplex():
     Q, labels = _dense(CASES[3])
     _, c = _counts(Q, labels, 300, seed=3)
     mech = CASES[3][1]
-    em = estimate_frequencies(ReportCounts(int(labels[0]), c), mech, return_info=True)
+    em = estimate_frequencies(ReportCounts(int(labels[0]), c), mech, method="em", return_info=True)
     inv = estimate_frequencies(ReportCounts(int(labels[0]), c), mech, method="inversion", return_info=True)
     assert em.loglik >= inv.loglik
     assert inv.iterations == 0 and inv.method == "inversion"
@@ -171,8 +171,8 @@ def test_dense_and_sparse_paths_agree():
     from sparseldp.sampling import sample_channel
 
     y = sample_channel(ch, x, rng=5)
-    a = estimate_frequencies(y, ch, tol=1e-8, return_info=True)
-    b = estimate_frequencies(y, dense_ch, tol=1e-8, return_info=True)
+    a = estimate_frequencies(y, ch, method="em", tol=1e-8, return_info=True)
+    b = estimate_frequencies(y, dense_ch, method="em", tol=1e-8, return_info=True)
     assert abs(a.loglik - b.loglik) < 1e-6
     assert np.abs(a.p - b.p).sum() < 1e-3
 
@@ -192,7 +192,7 @@ def test_underflowing_kernel_is_still_estimable():
     """lam = 800: far window points have probabilities below 1e-300; column scaling keeps EM exact."""
     m = SparseLaplace(lam=800.0, s=5)
     reports = np.array([-2, 0, 0, 1, 5, 7])  # -2 only from x = 0 (prob e^-1600 / C)
-    est = estimate_frequencies(reports, m, domain=(0, 5), return_info=True)
+    est = estimate_frequencies(reports, m, method="em", domain=(0, 5), return_info=True)
     assert np.all(np.isfinite(est.p)) and abs(est.p.sum() - 1) < 1e-12
     assert est.p[0] > 0.3  # the reports 0, 0 and -2 all point at x = 0
 
@@ -264,11 +264,11 @@ def test_bad_reports():
 def test_counts_forms_agree():
     m = SparseGaussian(sigma=1.0, s=5)
     y = np.array([-1, 0, 0, 3, 4, 4, 4, 7])
-    a = estimate_frequencies(y, m, domain=(0, 5))
-    b = estimate_frequencies((-1, np.bincount(y + 1)), m, domain=(0, 5), counts=True)
-    c = estimate_frequencies({-1: 1, 0: 2, 3: 1, 4: 3, 7: 1}, m, domain=(0, 5), counts=True)
-    d = estimate_frequencies(iter([y[:3], y[3:]]), m, domain=(0, 5))
-    e = estimate_frequencies(ReportCounts.from_reports(y), m, domain=(0, 5))
+    a = estimate_frequencies(y, m, method="em", domain=(0, 5))
+    b = estimate_frequencies((-1, np.bincount(y + 1)), m, method="em", domain=(0, 5), counts=True)
+    c = estimate_frequencies({-1: 1, 0: 2, 3: 1, 4: 3, 7: 1}, m, method="em", domain=(0, 5), counts=True)
+    d = estimate_frequencies(iter([y[:3], y[3:]]), m, method="em", domain=(0, 5))
+    e = estimate_frequencies(ReportCounts.from_reports(y), m, method="em", domain=(0, 5))
     for other in (b, c, d, e):
         np.testing.assert_allclose(a, other, rtol=0, atol=1e-12)
 
@@ -287,7 +287,7 @@ def test_convergence_warning():
     m = SparseLaplace(lam=0.3, s=9)
     y = np.random.default_rng(0).integers(-4, 24, 2000)
     with pytest.warns(ConvergenceWarning, match="max_iter = 2"):
-        est = estimate_frequencies(y, m, domain=(0, 19), max_iter=2, return_info=True)
+        est = estimate_frequencies(y, m, method="em", domain=(0, 19), max_iter=2, return_info=True)
     assert not est.converged and est.gap > 1e-2
 
 
@@ -657,7 +657,7 @@ def test_ems_is_the_fixed_point_of_dense_ems(case, passes):
     assert 0.5 * np.abs(est.p - brute).sum() < 1e-9
     again = estimate_frequencies(rc, case[1], domain=DOMAIN, method="ems", smooth=passes, tol=1e-12)
     assert np.array_equal(again, est.p)
-    mle = estimate_frequencies(rc, case[1], domain=DOMAIN, tol=1e-6, max_iter=200_000, return_info=True)
+    mle = estimate_frequencies(rc, case[1], method="em", domain=DOMAIN, tol=1e-6, max_iter=200_000, return_info=True)
     assert est.loglik <= mle.loglik + mle.gap + 1e-9
     # gap is the MLE certificate evaluated at the EMS point (independent dense Q)
     q = Q.T @ est.p
@@ -689,7 +689,7 @@ def test_ems_beats_the_mle_on_a_wide_window(seed):
     """n = 10^5: the MLE overfits (TV about 0.4); EMS is at least 10 times closer
     (measured: 28-38 times) and within 0.03 of the truth."""
     rc = _wide_counts(10**5, seed)
-    em = estimate_frequencies(rc, WIDE, domain=WIDE_DOMAIN, return_info=True)
+    em = estimate_frequencies(rc, WIDE, method="em", domain=WIDE_DOMAIN, return_info=True)
     ems = estimate_frequencies(rc, WIDE, domain=WIDE_DOMAIN, method="ems", return_info=True)
     assert em.converged and ems.converged
     tv_em, tv_ems = _tv(em.p, P_SMOOTH), _tv(ems.p, P_SMOOTH)

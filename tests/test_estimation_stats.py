@@ -240,16 +240,35 @@ def test_quantile_interval_inverts_the_cdf_band():
     assert bs.interval("quantile", q=0.05) == bs.interval("quantile", q=0.05, kind="percentile")  # em default
 
 
-def test_bootstrap_of_an_early_stopped_auto_estimate():
-    """An 'auto' estimate that chose early-stopped EM is bootstrapped with the same number of steps."""
+@pytest.mark.parametrize("reg", ["em steps=6", "em steps=0", "ems weight=0.125", "ems smooth=1", "em mle"])
+def test_bootstrap_refits_the_auto_member(reg):
+    """An 'auto' estimate is bootstrapped by refitting the member it chose (as recorded)."""
+    import dataclasses
+
     import sparseldp as sl
     from sparseldp.estimation import estimate_frequencies_full
 
     m = sl.SparseLaplace(lam=0.5, s=7)
     x = np.random.default_rng(1).integers(0, 30, 20_000)
     est = estimate_frequencies_full(m.sample(x, rng=1), m, domain=(0, 29), method="auto")
-    assert est.regularization.startswith("em steps=")  # a uniform truth: a few EM steps from uniform
+    est = dataclasses.replace(est, regularization=reg)
     b = est.bootstrap(m, rng=0, B=50)
+    assert b.replicates.shape == (50, 30) and b.converged == 50
+    if reg == "em steps=0":  # no step: every replicate stays at the uniform start
+        np.testing.assert_allclose(b.replicates, 1.0 / 30)
+        return
     value, (lo, hi) = est.mean(ci=b)
     assert lo <= value <= hi and hi - lo < 1.0
-    assert b.replicates.shape == (50, 30) and b.converged == 50
+
+
+@pytest.mark.parametrize("reg", ["ems weight=0.5", "ems weight=x", "em steps=-1", "em smooth", None])
+def test_bootstrap_rejects_an_unknown_auto_member(reg):
+    import dataclasses
+
+    import sparseldp as sl
+    from sparseldp.estimation import estimate_frequencies_full
+
+    m = sl.SparseLaplace(lam=0.5, s=7)
+    est = estimate_frequencies_full(m.sample(np.arange(30).repeat(10), rng=1), m, domain=(0, 29), method="auto")
+    with pytest.raises(ValueError, match="regularization"):
+        dataclasses.replace(est, regularization=reg).bootstrap(m, B=5, rng=0)

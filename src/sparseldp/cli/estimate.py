@@ -134,9 +134,9 @@ def estimate_command(
     domain: Annotated[Optional[str], typer.Option(
         "--domain", help="Range of the true values, lo:hi (default: the spec's domain).")] = None,
     method: Annotated[str, typer.Option(
-        "--method", help="em (maximum likelihood), ems (EM with smoothing: for smooth distributions), "
-                         "inversion, or auto (regularization chosen from the reports by held-out "
-                         "likelihood).")] = "em",
+        "--method", help="auto (default: regularization chosen from the reports by 5-fold held-out "
+                         "likelihood), em (maximum likelihood), ems (EM with smoothing: for smooth "
+                         "distributions), or inversion.")] = "auto",
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,
@@ -320,8 +320,8 @@ def estimate_command(
                else "[NOT converged: raise --max-iter or --tol]")
             + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
     elif est.method == "auto":
-        say(f"auto: chose {est.regularization} by 5-fold held-out likelihood; log-likelihood within "
-            f"{fmt(est.gap, 3)} nats of the maximum")
+        say(f"auto: chose {est.regularization} by 5-fold held-out likelihood (one-standard-error rule); "
+            f"log-likelihood within {fmt(est.gap, 3)} nats of the maximum")
     from rich.table import Table
 
     tab = Table(title=(f"derived statistics, {confidence:.0%} intervals from a parametric bootstrap "

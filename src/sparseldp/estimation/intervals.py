@@ -74,7 +74,7 @@ def _generator(rng):
     raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__}"[:300])
 
 
-def _ems_batch(S, C, n, P0, passes, tol, max_iter):
+def _ems_batch(S, C, n, P0, passes, tol, max_iter, weight=0.25):
     """EMS on ``B`` histograms at once (rows of ``C``), warm-started at the rows of ``P0``.
 
     The same map and stopping rule as ``solvers._ems``, applied row by row but
@@ -94,7 +94,7 @@ def _ems_batch(S, C, n, P0, passes, tol, max_iter):
         Ca = C[ia]
         R = np.divide(Ca, Qa, out=np.zeros_like(Ca), where=Ca > 0)
         G = np.asarray(R @ ST) if not hasattr(ST, "tocsr") else np.asarray((S @ R.T).T)
-        Pn = _smooth(Pa * G * inv_n, passes)
+        Pn = _smooth(Pa * G * inv_n, passes, weight)
         Pn /= Pn.sum(axis=1, keepdims=True)
         d = np.full(B, np.nan)
         d[ia] = 0.5 * np.abs(Pn - Pa).sum(axis=1)
@@ -126,17 +126,25 @@ def _refit_plan(estimate, smooth, check_smooth):
         reg = getattr(estimate, "regularization", None) or ""
         if smooth is not None:
             raise ValueError(f"smooth must not be given for method='auto' (the estimate records {reg!r})")
-        if reg.startswith("ems smooth="):
-            return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1), None
-        if reg.startswith("em steps="):
-            return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=1)
+        try:
+            if reg.startswith("ems smooth="):
+                return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1), None, 0.25
+            if reg.startswith("ems weight="):
+                w = float(reg.split("=", 1)[1])
+                if not 0.0 < w <= 0.25:
+                    raise ValueError
+                return "ems", 1, None, w
+            if reg.startswith("em steps="):
+                return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=0), 0.25
+        except ValueError:
+            pass
         if reg == "em mle":
-            return "em", 1, None
+            return "em", 1, None, 0.25
         raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
-                         f"'em steps=t' or 'em mle'; got {reg!r}")
+                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t' or 'em mle'; got {reg!r}")
     if method not in ("em", "ems", "inversion"):
         raise ValueError(f"estimate.method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
-    return method, check_smooth(smooth, method), None
+    return method, check_smooth(smooth, method), None, 0.25
 
 
 @dataclass(frozen=True)
@@ -335,7 +343,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     # duck-typed: frequencies.py imports this module (FrequencyEstimate's methods call it)
     if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "method", "n")):
         raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
-    method, smooth, steps = _refit_plan(estimate, smooth, _check_smooth)
+    method, smooth, steps, weight = _refit_plan(estimate, smooth, _check_smooth)
     B = check_int(B, "B", minimum=2)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if tol is None:
@@ -367,7 +375,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         P0 = np.broadcast_to(p_hat, (B, model.k))
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * P0 + 0.001 / model.k
-        P, _, conv = _ems_batch(S, C, float(n), P0, smooth, tol, max_iter)
+        P, _, conv = _ems_batch(S, C, float(n), P0, smooth, tol, max_iter, weight)
         n_conv = int(conv.sum())
     elif method == "em":
         P = np.empty((B, model.k))

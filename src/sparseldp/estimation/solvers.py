@@ -269,21 +269,23 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense):
                       if math.isfinite(em_left) else max_iter - evals)
 
 
-def _smooth(p: np.ndarray, passes: int) -> np.ndarray:
-    """``S^passes p``: the ``(1, 2, 1)/4`` kernel, edge overflow kept on the end values.
+def _smooth(p: np.ndarray, passes: int, weight: float = 0.25, axis: int = -1) -> np.ndarray:
+    """``S^passes p``: the ``(w, 1 - 2w, w)`` kernel (``w = weight``; the default ``1/4`` is EMS's
+    ``(1, 2, 1)/4``), edge overflow kept on the end values.
 
     ``S`` is symmetric and doubly stochastic (:mod:`sparseldp.estimation` docstring), so the sum of
-    ``p`` is preserved.  Works along the last axis (a ``B x k`` array of bootstrap replicates is
-    smoothed row by row); vectorized over the domain, the loop is over passes.
+    ``p`` is preserved.  Works along ``axis`` (the last by default: a ``B x k`` array of bootstrap
+    replicates is smoothed row by row); vectorized over the domain, the loop is over passes.
     """
+    p = np.moveaxis(p, axis, -1)
     for _ in range(passes):
-        out = 0.5 * p
-        out[..., 1:] += 0.25 * p[..., :-1]
-        out[..., :-1] += 0.25 * p[..., 1:]
-        out[..., 0] += 0.25 * p[..., 0]
-        out[..., -1] += 0.25 * p[..., -1]
+        out = (1.0 - 2.0 * weight) * p
+        out[..., 1:] += weight * p[..., :-1]
+        out[..., :-1] += weight * p[..., 1:]
+        out[..., 0] += weight * p[..., 0]
+        out[..., -1] += weight * p[..., -1]
         p = out
-    return p
+    return np.moveaxis(p, -1, axis)
 
 
 def _check_smooth(smooth, method: str) -> int:
@@ -295,8 +297,9 @@ def _check_smooth(smooth, method: str) -> int:
     return check_int(smooth, "smooth", minimum=1)
 
 
-def _ems(A, AT, c, n, k, tol, max_iter, passes):
-    """EM with smoothing: iterate ``p <- S^passes (p * g(p))`` from the uniform start.
+def _ems(A, AT, c, n, k, tol, max_iter, passes, weight=0.25):
+    """EM with smoothing: iterate ``p <- S^passes (p * g(p))`` from the uniform start
+    (``S`` the ``(w, 1 - 2w, w)`` kernel of :func:`_smooth`, ``w = weight``).
 
     Stops when the distance to the fixed point, estimated from the last step
     and the observed linear rate (:mod:`sparseldp.estimation` docstring), is at most ``tol`` in
@@ -307,7 +310,7 @@ def _ems(A, AT, c, n, k, tol, max_iter, passes):
     q = AT @ p
     steps = []
     for evals in range(1, max_iter + 1):
-        pn = _smooth(p * (A @ (c / q)) * inv_n, passes)
+        pn = _smooth(p * (A @ (c / q)) * inv_n, passes, weight)
         pn /= pn.sum()  # exact in exact arithmetic: keeps rounding from drifting
         d = 0.5 * float(np.abs(pn - p).sum())
         steps.append(d)
