@@ -64,6 +64,10 @@ def same_file(a, b) -> bool:
         return False
 
 
+# Temporary files created by open_temp in this process (see remove_live_temps).
+_LIVE: set = set()
+
+
 def temp_name(path) -> Path:
     """A fresh temporary path beside ``path``: ``.<name>.sparseldp-<pid>-<random>.tmp``."""
     path = Path(path)
@@ -120,11 +124,30 @@ def open_temp(path) -> tuple[int, Path]:
     path = Path(path)
     clean_stale(path)
     tmp = temp_name(path)
+    _LIVE.add(tmp)  # before it exists: an interruption at any point after os.open finds it here
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
+        _LIVE.discard(tmp)
         raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     return fd, tmp
+
+
+def remove_live_temps() -> None:
+    """Unlink every temporary file this process created and has not renamed or removed.
+
+    The callers' ``finally`` blocks remove their temporary files, but a signal
+    can arrive between ``os.open`` and the caller's ``try``; the CLI calls this
+    when it is interrupted.  The names are unique to this process (pid and
+    random tag), so a name that was renamed into place no longer exists and
+    nothing else can be hit.
+    """
+    for tmp in list(_LIVE):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        _LIVE.discard(tmp)
 
 
 def atomic_write_all(files: dict) -> list[Path]:

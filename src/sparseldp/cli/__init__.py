@@ -34,6 +34,7 @@ from typing import Annotated
 import typer
 
 from .. import __version__
+from .._files import remove_live_temps
 
 #: ``-h`` works like ``--help`` everywhere (subcommands inherit it from the root context).
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -118,9 +119,11 @@ def _run(argv) -> int:
         result = app(args=argv, standalone_mode=False)
         return result if isinstance(result, int) and not isinstance(result, bool) else 0
     except Interrupted as exc:
+        remove_live_temps()
         name = signal.Signals(exc.signum).name
         return _error(f"interrupted by {name}; no output file was written", 128 + exc.signum)
     except KeyboardInterrupt:  # a KeyboardInterrupt raised before our handler was installed
+        remove_live_temps()
         return _error("interrupted by SIGINT; no output file was written", 130)
     except (ValueError, TypeError) as exc:
         return _error(exc)
