@@ -2,6 +2,7 @@
 
 import ast
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +193,97 @@ def test_designers_do_not_name_families(module):
     found = [(node.lineno, node.value) for node in _string_constants(tree)
              if node.value.strip().lower() in {n.lower() for n in names}]
     assert found == [], f"{module} names families in code: {found}"
+
+
+# -- the closed forms the searches use (registry, DesignSearch) ---------------------------
+
+CLOSED = [("laplace", 0.3, 40, 1.0, 3), ("laplace", 2.0, 5, 0.5, 7), ("laplace", 1e-3, 3000, 0.1, 50),
+          ("laplace", 0.25, 30, 1.0, 4), ("gaussian", 0.7, 6, 1.0, 2), ("gaussian", 40.0, 400, 0.3, 25),
+          ("gaussian", 3.0, 2, 2.0, 3), ("gaussian", 1500.0, 12000, 1.0, 300)]
+
+
+@pytest.mark.parametrize("kind, param, t, eps, h", CLOSED)
+def test_closed_forms_match_the_accountant(kind, param, t, eps, h):
+    """O(1) delta_h and moments (DesignSearch) equal the accountant's (Theorems 3/9, Propositions 1/3)."""
+    S = get_family(kind).search
+    m = make(kind, param, 2 * t + 1)
+    ref = float(m.delta_h(eps, h))
+    assert math.exp(S.log_delta(param, t, eps, h)) == pytest.approx(ref, rel=1e-11, abs=1e-300)
+    assert S.moments(param, t) == pytest.approx((m.r1, m.r2), rel=1e-12)
+    # the limit s -> infinity: below every finite radius (Lemma 1), and reached once the tail is negligible
+    far = int(S.settle(param, 1e-12, h)) + 1
+    assert S.log_delta(param, math.inf, eps, h) <= S.log_delta(param, t, eps, h) + 1e-12
+    lim, at_far = math.exp(S.log_delta(param, math.inf, eps, h)), math.exp(S.log_delta(param, far, eps, h))
+    assert lim * (1 - 1e-13) <= at_far <= lim * (1 + 1e-9) + 1e-12 * math.exp(-60)
+
+
+@given(kind=st.sampled_from(["laplace", "gaussian"]), param=st.floats(0.05, 5.0), t=st.integers(1, 12),
+       eps=st.floats(0.0, 3.0))
+def test_delta_h_is_nondecreasing_in_h(kind, param, t, eps):
+    """Lemma 2 of sparseldp.design.radius, on the independent brute-force rows: delta_star = delta_H."""
+    vals = [brute.delta(kind, param, 2 * t + 1, eps, h) for h in range(1, 2 * t + 2)]
+    assert all(b >= a - 1e-13 for a, b in zip(vals, vals[1:]))
+
+
+# -- edges: tiny and large delta, the caps --------------------------------------------
+
+@pytest.mark.parametrize("family", ["laplace", "gaussian"])
+@pytest.mark.parametrize("delta", [1e-20, 1e-300])
+def test_tiny_delta_is_reached(family, delta):
+    d = design(family, eps=1.0, delta=delta, H=3)
+    assert 0.0 < d.delta_star <= delta
+    assert d.delta_star == float(d.mechanism.delta_star_upper(1.0, 3))
+    s = smallest_support(family, eps=1.0, delta=delta, H=3, param=d.param)
+    assert s <= d.s
+    assert float(make(family, d.param, s).delta_star_upper(1.0, 3)) <= delta
+    assert float(make(family, d.param, s - 2).delta_star_upper(1.0, 3)) > delta
+
+
+def test_laplace_lam_03_reaches_1e_20():
+    # lam = 0.3 reaches 9.8e-21 at s = 305 (eps = 1, H = 3): the radius search has no fixed ceiling in 1/lam
+    s = smallest_support("laplace", eps=1.0, delta=1e-20, H=3, lam=0.3)
+    assert s <= 305 and float(SparseLaplace(lam=0.3, s=s).delta_star_upper(1.0, 3)) <= 1e-20
+    assert design("laplace", eps=1.0, delta=1e-20, H=3).r2 <= SparseLaplace(lam=0.3, s=s).r2
+
+
+@pytest.mark.parametrize("family", ["laplace", "gaussian"])
+@pytest.mark.parametrize("delta", [0.5, 0.999])
+def test_large_delta(family, delta):
+    d = design(family, eps=0.5, delta=delta, H=4)
+    assert d.delta_star <= delta
+    assert brute.delta_star(family, d.param, d.s, 0.5, 4) <= delta + 1e-12
+    assert design(family, eps=0.5, delta=1.0, H=4).s == 1  # delta = 1: the identity qualifies
+
+
+@pytest.mark.parametrize("call", [
+    lambda: design("laplace", eps=1.0, delta=1e-6, H=2_000_000),
+    lambda: design("gaussian", eps=1.0, delta=1e-6, H=10_001, sigma=5.0),
+    lambda: smallest_support("laplace", eps=1.0, delta=1e-6, H=10 ** 12, lam=1e-7),
+])
+def test_H_cap_is_named(call):
+    with pytest.raises(ValueError, match=r"H must be an integer in \[1, 10000\] \(the designers' cap MAX_H_DESIGN"):
+        call()
+
+
+def test_gaussian_support_cap_names_the_size_needed():
+    with pytest.raises(InfeasibleError, match=r"needs s = \d+, above the gaussian family's cap s <= 8388609"):
+        design("gaussian", eps=0.05, delta=1e-15, H=10_000)
+    with pytest.raises(InfeasibleError, match=r"needs s = \d+, above the gaussian family's cap"):
+        smallest_support("gaussian", eps=1.0, delta=1e-9, H=1, sigma=1e7)
+
+
+# -- the joint optimum against a brute-force grid ----------------------------------------
+
+@pytest.mark.parametrize("family, eps, delta, H", [("laplace", 1.0, 0.05, 2), ("gaussian", 1.0, 0.05, 2),
+                                                   ("laplace", 1.0, 1e-9, 2), ("gaussian", 0.5, 1e-3, 1)])
+def test_joint_design_beats_a_brute_grid(family, eps, delta, H):
+    d = design(family, eps=eps, delta=delta, H=H)
+    assert brute.delta_star(family, d.param, d.s, eps, H) <= delta + 1e-13
+    val = brute.moments(family, d.param, d.s)[1]
+    assert val == pytest.approx(d.r2, rel=1e-10)
+    t_d = (d.s - 1) // 2
+    params = d.param * np.geomspace(0.5, 2.0, 61)
+    for t in range(max((H + 1) // 2, t_d - 15), t_d + 25):
+        for p in params:
+            if brute.delta(family, float(p), 2 * t + 1, eps, H) <= delta - 1e-13:  # Lemma 2: h = H is the worst
+                assert brute.moments(family, float(p), 2 * t + 1)[1] >= d.r2 * (1 - 1e-9), (t, p)

@@ -4,13 +4,14 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparseldp import InfeasibleError, SparseChannel, smallest_support
 from sparseldp.baselines import FAMILIES
 from sparseldp import Design
-from sparseldp.design.finite import Calibration, calibrate, design_finite
+from sparseldp.core.families import get_family
+from sparseldp.design.finite import Calibration, _ClippedBand, _first_possible_radius, calibrate, design_finite
 
 
 def brute_delta(Q, inputs, eps, H):
@@ -195,3 +196,48 @@ def test_bad_inputs(kwargs, exc, match):
 def test_calibrate_bad_family():
     with pytest.raises(ValueError, match="family_name must be one of"):
         calibrate("laplace", eps=1.0, delta=0.1, H=1, domain=(0, 3))
+
+
+# -- the clipped search's evaluator and screens (module docstring, facts 1-3) ----------------
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["laplace", "gaussian"]), k=st.integers(2, 22), H=st.integers(1, 25),
+       eps=st.floats(0.0, 3.0), param=st.floats(0.05, 6.0), t=st.integers(0, 24))
+def test_clipped_evaluator_is_the_exact_defect(kind, k, H, eps, param, t):
+    """Fact 3: the 2k extreme pairs give sup over all pairs |x - x'| <= H (dense brute force over every pair)."""
+    band = _ClippedBand(get_family(kind), (0, k - 1), eps, H, np.full(k, 1.0 / k))
+    log_d, r1, r2 = band.evaluate(param, t)
+    Q = dense_clipped(kind, param, 2 * t + 1, 0, k - 1)
+    inputs = np.arange(k)
+    ref = brute_delta(Q, inputs, eps, H)
+    assert math.exp(log_d) == pytest.approx(ref, rel=1e-9, abs=1e-15)
+    assert math.exp(band.edge_log_defect(param, t)) <= ref * (1 + 1e-12) + 1e-15  # a lower bound
+    D = np.abs(inputs[None, :] - inputs[:, None])
+    assert (r1, r2) == pytest.approx(((Q * D).sum(axis=1).mean(), (Q * D**2).sum(axis=1).mean()), rel=1e-10)
+
+
+@pytest.mark.parametrize("h, delta, span", [(5, 0.3, 10), (9, 1e-3, 9), (3, 0.2, 14)])
+def test_radii_below_the_edge_bound_are_infeasible(h, delta, span):
+    t1 = _first_possible_radius(h, delta, span)
+    assert t1 >= 1
+    inputs = np.arange(span + 1)
+    for t in range(t1):
+        for kind, params in (("laplace", np.geomspace(1e-3, 10, 12)), ("gaussian", np.geomspace(0.1, 100, 12))):
+            for p in params:
+                assert brute_delta(dense_clipped(kind, p, 2 * t + 1, 0, span), inputs, 0.0, h) > delta
+
+
+def test_clipped_design_over_the_whole_width():
+    """H = b - a (every pair protected), small delta: the case of the speed target on a smaller domain."""
+    d = design_finite("laplace", eps=1.0, delta=1e-6, H=39, domain=(0, 39), window="clipped")
+    (_, lam), s = d.parameter, d.s
+    inputs = np.arange(40)
+    exact = brute_delta(dense_clipped("laplace", lam, s, 0, 39), inputs, 1.0, 39)
+    assert exact <= 1e-6 and d.delta_star == pytest.approx(exact, rel=1e-9)
+    assert brute_delta(dense_clipped("laplace", lam * 1.001, s, 0, 39), inputs, 1.0, 39) > 1e-6
+    D2 = (inputs[None, :] - inputs[:, None]) ** 2
+    for t in range(max(0, (s - 1) // 2 - 2), 40):
+        for g in (0.9, 0.97, 1.0, 1.03):
+            Q = dense_clipped("laplace", lam * g, 2 * t + 1, 0, 39)
+            if brute_delta(Q, inputs, 1.0, 39) <= 1e-6:
+                assert float((Q * D2).sum(axis=1).mean()) >= d.r2 * (1 - 1e-9)

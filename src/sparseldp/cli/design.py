@@ -25,8 +25,9 @@ moves with the input cannot be pure) and is refused at once with what is
 possible instead; on a finite ``--domain`` it asks for windows that cover the
 whole domain.  ``--delta 1`` is met by every mechanism, the identity included,
 and prints a warning.  ``--window`` needs ``--domain``.  ``H`` is at most
-:data:`~sparseldp.cli._common.MAX_H_DESIGN`.  The output path is checked
-before the search starts.
+:data:`sparseldp.design.radius.MAX_H_DESIGN` (10,000), checked before any
+work; a target that needs a support above the family's cap is refused with
+the size it would need.  The output path is checked before the search starts.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ import typer
 
 from . import app
 from ..core.families import get_family
-from ._common import MAX_H_DESIGN, Command, check_family, check_output, family_param, fmt, print_json, \
-    stdout_console, warn
+from ..design.radius import MAX_H_DESIGN
+from ._common import Command, check_family, check_output, family_param, fmt, print_json, stdout_console, warn
 
 __all__ = ["design_command"]
 
@@ -85,7 +86,8 @@ def design_command(
     family: Annotated[str, typer.Option("--family", help="Mechanism family: laplace or gaussian.")],
     eps: Annotated[float, typer.Option("--eps", help="Target eps >= 0.")],
     delta: Annotated[float, typer.Option("--delta", help="Target delta in [0, 1].")],
-    H: Annotated[int, typer.Option("--H", "--range", help="Privacy range: separations 1..H are protected.")],
+    H: Annotated[int, typer.Option("--H", "--range", help=f"Privacy range: separations 1..H are protected "
+                                                          f"(H <= {MAX_H_DESIGN:,}).")],
     lam: Annotated[Optional[float], typer.Option("--lam", help="Fix lam (laplace): only s is chosen.")] = None,
     sigma: Annotated[Optional[float], typer.Option("--sigma", help="Fix sigma (gaussian): only s is chosen.")] = None,
     objective: Annotated[str, typer.Option("--objective", help="Distortion to minimize: r1 or r2.")] = "r2",
@@ -108,7 +110,9 @@ def design_command(
         raise ValueError(f"objective must be 'r1' or 'r2'; got {objective!r}")
     eps = check_nonnegative(eps, "eps")
     delta = check_probability(delta, "delta")
-    H = check_int(H, "H", minimum=1, maximum=MAX_H_DESIGN)
+    H = check_int(H, "H", minimum=1)
+    if H > MAX_H_DESIGN:  # before any work: the search and its certificate grow with H
+        raise ValueError(f"H must be an integer in [1, {MAX_H_DESIGN}] (the designers' cap MAX_H_DESIGN); got {H}")
     if window is not None:
         window = window.strip().lower()
         if window not in ("clipped", "extended"):

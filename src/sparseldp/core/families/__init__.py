@@ -15,7 +15,8 @@ gaussian   ``sigma``  ``sigma`` larger    :class:`~sparseldp.SparseGaussian`
 The designers (:mod:`sparseldp.design`, :mod:`sparseldp.design.finite`) take
 what they need to search a family's parameter from its :class:`DesignSearch`
 (search ranges, the bound past which nothing is feasible, the radii where the
-kernel's truncation is negligible) and the parameter itself through
+kernel's truncation is negligible, and O(1) closed forms of ``delta_h`` and of
+the distortion moments for the searches) and the parameter itself through
 :meth:`Family.resolve_param` (``param=`` or the family's own keyword).
 
 >>> from sparseldp.core.families import get_family
@@ -30,10 +31,13 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from .kernels import GAUSSIAN_MAX_S
-from .._validation import MAX_S, check_positive
-from .mechanisms import SparseGaussian, SparseLaplace
-from ..channel import SparseChannel
+import numpy as np
+
+from ..kernels import GAUSSIAN_MAX_S
+from ..._validation import MAX_S, check_positive
+from ..mechanisms import SparseGaussian, SparseLaplace
+from ...channel import SparseChannel
+from ._closed import gaussian_log_delta, gaussian_moments, lam_m_minus_eps, laplace_log_delta, laplace_moments
 
 __all__ = ["Family", "DesignSearch", "FAMILIES", "get_family", "family_of", "family_names", "family_with_param"]
 
@@ -41,28 +45,42 @@ __all__ = ["Family", "DesignSearch", "FAMILIES", "get_family", "family_of", "fam
 @dataclass(frozen=True)
 class DesignSearch:
     """What the designers (:mod:`sparseldp.design`, :mod:`sparseldp.design.finite`) need to know
-    about a family to search its parameter; every callable is exact arithmetic, no search state.
+    about a family to search its parameter; every callable is plain arithmetic, no search state.
 
-    The *good end* of a range is its less private end (less distortion); the
-    designers start there (:func:`sparseldp.design._search.extreme_feasible`).
+    The *good end* of a range is its less private end (less distortion).
+    ``log_delta`` and ``moments`` are O(1) closed forms rounded to nearest,
+    for the searches only: every design is certified with the accountant's
+    rigorous upper bound (:meth:`SparseLaplace.delta_star_upper`) before it is
+    returned.
 
     Attributes
     ----------
     bound : callable ``(eps, delta) -> value``
         A rigorous bound on every feasible parameter: beyond it (towards the
         good end) no support size meets ``delta`` at ``h = 1``.
-    limit : callable ``(extreme, bound, H, max_t) -> value or None``
-        The extreme feasible parameter of the ``s -> infinity`` limit, found
-        with ``extreme(t, good, other, ngrid=..., known=None)`` (the designer's
-        search at radius ``t``) at radii where the kernel's truncation is
-        negligible.
-    span : callable ``(value) -> float``
-        How many radii past the smallest one the joint scan goes for the limit
-        parameter ``value`` (40 kernel widths: beyond, larger ``s`` only adds
-        distortion).
-    far : callable ``(value, t_end) -> float``
-        The private end of the joint search range, given the limit parameter
-        and the last radius scanned.
+    log_delta : callable ``(value, t, eps, h) -> float``
+        ``log delta_h(eps)`` of the radius-``t`` mechanism (Theorems 3 and 9),
+        O(1) (:mod:`sparseldp.core.families._closed`); ``t = math.inf`` gives
+        the ``s -> infinity`` limit.
+    moments : callable ``(value, t) -> (R1, R2)``
+        The distortion moments (Propositions 1 and 3), O(1); ``t`` may be ``math.inf``.
+    settle : callable ``(value, delta, H) -> float``
+        A radius past which the kernel's truncation changes neither
+        ``delta_H`` (relative ``e^-60``) nor the moments.
+    far : callable ``(limit, eps, H, t) -> value``
+        The private end of the range that holds the minimizer of ``delta_H`` in
+        the parameter at radius ``t``, given the limit parameter ``limit``.
+    corner : callable ``(eps, H) -> value or None``
+        The parameter where the overlap of ``delta_H`` starts (Laplace:
+        ``lam H = eps``, below it ``delta_H`` is pure leakage), a kink that
+        the designers evaluate exactly; ``None`` when there is none.
+    margin : float
+        The relative distance below ``delta`` the designers aim at, so that the
+        accountant's rigorous bound (a few ulps above the nearest value; for
+        the Gaussian family up to about ``1e-10`` relative, from the enclosure
+        of Proposition 2's threshold) certifies the design at the first try.
+    log_w : callable ``(value, d) -> array``
+        ``log w(d)`` for an integer array ``d`` (the finite-domain evaluator).
     finite_range : callable ``(k) -> (good, other)``
         The parameter range searched on a finite domain of ``k`` values; beyond
         its ends the channel no longer changes in double precision for
@@ -70,9 +88,13 @@ class DesignSearch:
     """
 
     bound: Callable[[float, float], float]
-    limit: Callable
-    span: Callable[[float], float]
-    far: Callable[[float, int], float]
+    log_delta: Callable[[float, float, float, int], float]
+    moments: Callable[[float, float], tuple[float, float]]
+    settle: Callable[[float, float, int], float]
+    far: Callable[[float, float, int, int], float]
+    corner: Callable[[float, int], float | None]
+    margin: float
+    log_w: Callable
     finite_range: Callable[[int], tuple[float, float]]
 
 
@@ -213,39 +235,62 @@ def _gaussian_sigma_inf(eps, delta) -> float:
     return lo
 
 
-def _laplace_limit(extreme, bound, H, max_t):
-    """One radius so large that the omitted tail is below e^-700 of the mass for every lam searched."""
-    t = max(H, int(min(1e15, 700.0 / (bound * 1e-6))))
-    return extreme(t, bound, bound * 1e-6, ngrid=64)
+def _laplace_corner(eps: float, H: int) -> float | None:
+    """The largest ``lam`` with ``lam H <= eps`` exactly: ``delta_H`` is pure leakage up to it, and its
+    overlap grows with slope about ``H / 2`` beyond (``None`` for ``eps = 0``)."""
+    if eps <= 0.0:
+        return None
+    lam = eps / H
+    while lam_m_minus_eps(lam, H, eps) > 0.0:
+        lam = math.nextafter(lam, 0.0)
+    return lam
 
 
-def _gaussian_limit(extreme, bound, H, max_t):
-    """Radii grown to 40 sigma + H, past which every kernel value is exactly zero in double precision."""
-    t = max(64, H)
-    sig = None
-    while sig is None and t <= max_t // 4:
-        sig = extreme(t, bound, 10.0 * (t + 1), ngrid=48)
-        if sig is None:
-            t *= 4
-    while sig is not None and 40.0 * sig + H > t and t < max_t // 4:
-        t = int(40.0 * sig) + H + 1
-        sig = extreme(t, bound, sig, ngrid=32, known=sig)
-    return sig
+def _laplace_far(lam: float, eps: float, H: int, t: int) -> float:
+    """Below this ``lam`` ``delta_H`` at radius ``t`` only grows (the search range's private end).
+
+    For ``t >= H`` and ``lam H <= eps`` the defect is pure leakage, which
+    decreases in ``lam`` (the leaked outputs are the far tail), so the minimum
+    lies above ``min(lam_lim, eps / H)``.  For ``t < H`` the leaked outputs
+    include the centre and the defect grows with ``lam``: the range reaches
+    down to a kernel flat over the window.
+    """
+    if t >= H and eps > 0:
+        return min(lam, eps / H) / 2.0
+    return min(lam, 1.0 / (t + 1)) * 1e-6
+
+
+def _laplace_settle(lam: float, delta: float, H: int) -> float:
+    """A radius past which the truncation changes neither ``delta_H`` (relative ``e^-60``) nor ``R1``, ``R2``."""
+    return H + (math.log(H / delta) + 80.0) / lam
+
+
+def _gaussian_settle(sigma: float, delta: float, H: int) -> float:
+    """A radius past which the truncation changes neither ``delta_H`` (relative ``e^-60``) nor ``R1``, ``R2``."""
+    return H + sigma * math.sqrt(2.0 * (math.log(H / delta) + 80.0))
 
 
 # lam = 60: off-centre mass e^-60; lam = 1e-4 and sigma = 10 (k + 1) are flat over any k-value domain
 _LAPLACE_SEARCH = DesignSearch(
     bound=_laplace_lam_sup,
-    limit=_laplace_limit,
-    span=lambda lam: min(1e12, 40.0 / lam),
-    far=lambda lam, t_end: lam * 1e-6,
+    log_delta=laplace_log_delta,
+    moments=laplace_moments,
+    settle=_laplace_settle,
+    far=_laplace_far,
+    corner=_laplace_corner,
+    margin=1e-12,
+    log_w=lambda lam, d: -lam * np.abs(d),
     finite_range=lambda k: (60.0, 1e-4),
 )
 _GAUSSIAN_SEARCH = DesignSearch(
     bound=_gaussian_sigma_inf,
-    limit=_gaussian_limit,
-    span=lambda sigma: 40.0 * sigma,
-    far=lambda sigma, t_end: 10.0 * (t_end + 1) + sigma,
+    log_delta=gaussian_log_delta,
+    moments=gaussian_moments,
+    settle=_gaussian_settle,
+    far=lambda sigma, eps, H, t: 10.0 * (t + 1) + sigma,
+    corner=lambda eps, H: None,
+    margin=1e-10,
+    log_w=lambda sigma, d: -(np.asarray(d, dtype=float) ** 2) / (2.0 * sigma * sigma),
     finite_range=lambda k: (0.05, 10.0 * (k + 1)),
 )
 
