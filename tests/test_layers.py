@@ -27,7 +27,7 @@ LAYERS = {
     7: ["baselines", "design.radius", "composition"],
     8: ["design.finite", "spec", "estimation"],
     9: ["design", "io", "compare", "reproduce", "demo_data"],
-    10: ["figures", ""],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
+    10: ["figures", "", "spark"],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
     11: ["report"],  # the privacy report cites the package version
     12: ["cli"],
     13: ["demo", "_entry"],

@@ -159,6 +159,11 @@ def estimate_command(
         "--truth-column", help="Column of --truth (default: --column).", show_default=False)] = None,
     boot: Annotated[int, typer.Option(
         "--bootstrap", help=f"Bootstrap replicates for the intervals (0: none; at most {MAX_BOOT}).")] = 200,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="local (one process, streamed) or spark (count the reports with Spark; input: Parquet "
+                         "file, directory or glob; needs the spark extra).")] = "local",
+    master: Annotated[Optional[str], typer.Option(
+        "--master", help="--engine spark: Spark master URL, e.g. local[2] or yarn.", show_default=False)] = None,
 ) -> None:
     """Estimate the distribution and mean of the true values from a column of reports."""
     import warnings
@@ -188,6 +193,9 @@ def estimate_command(
     check_distinct_paths({"the input": input, "--mechanism": mechanism, "--truth": truth},
                          {"-o": output, "--plot": plot})
     table_fmt = _table_format(output)
+    from ._spark import check_engine
+
+    spark_job = check_engine(engine, master, input=input, output=None, format=format)  # None: local engine
     plot_fmt = None
     if plot is not None:
         if is_stdio(plot):
@@ -228,7 +236,10 @@ def estimate_command(
         reason = (f"every report the spec's {spec.window} channel on {spec.domain[0]}..{spec.domain[1]} can "
                   "produce")
     src = "-" if is_stdio(input) else input
-    offset, counts = column_counts(src, column, bounds=bounds, format=format, bounds_reason=reason)
+    if spark_job is not None:
+        offset, counts = spark_job.column_counts(column, bounds=bounds, bounds_reason=reason)
+    else:
+        offset, counts = column_counts(src, column, bounds=bounds, format=format, bounds_reason=reason)
     rc = ReportCounts(offset, counts)
     if rc.n == 0:
         raise ValueError(f"column {column!r} of {'stdin' if is_stdio(input) else repr(str(input))} has no reports")

@@ -136,6 +136,11 @@ def privatize_command(
     format: Annotated[Optional[str], typer.Option(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="local (one process, streamed) or spark (IN: Parquet file, directory or glob; -o: a "
+                         "directory of Parquet parts; needs the spark extra).")] = "local",
+    master: Annotated[Optional[str], typer.Option(
+        "--master", help="--engine spark: Spark master URL, e.g. local[2] or yarn.", show_default=False)] = None,
 ) -> None:
     """Privatize integer columns of a CSV or Parquet file, streaming, with a certified guarantee."""
     from .._validation import check_int
@@ -149,7 +154,11 @@ def privatize_command(
     if as_json and is_stdio(output):
         raise ValueError("--json prints the summary on stdout, where -o - writes the data; use -o FILE")
     check_distinct_paths({"the input": input, "--mechanism": mechanism}, {"-o": output})
-    check_output(output)
+    from ._spark import check_engine
+
+    spark_job = check_engine(engine, master, input=input, output=output, format=format)  # None: local engine
+    if spark_job is None:
+        check_output(output)
     spec = load_spec(mechanism)  # a spec whose claims do not hold fails here, before anything is read
     guarantee = applied_guarantee(spec)
     if guarantee is not None and guarantee.vacuous:
@@ -160,7 +169,9 @@ def privatize_command(
     output = "-" if is_stdio(output) else output
     bar = _progress_bar() if not is_stdio(output) else None
     kwargs = dict(mechanism=spec, columns=names, rng=seed, batch_size=batch_size, format=format)
-    if bar is None:
+    if spark_job is not None:
+        result = spark_job.privatize(spec, names, seed, batch_size)
+    elif bar is None:
         result = privatize_file(src, output, **kwargs)
     else:
         with bar:
