@@ -80,9 +80,9 @@ def main() -> int:
     )
 
     ests = {}
-    for method in ("em", "ems", "inversion"):
-        out = OUT / ("estimate.csv" if method == "em" else f"estimate_{method}.csv")
-        extra = ["--plot", str(OUT / "estimate.png")] if method == "em" else []
+    for method in ("auto", "em", "ems", "inversion"):
+        out = OUT / ("estimate.csv" if method == "auto" else f"estimate_{method}.csv")
+        extra = ["--plot", str(OUT / "estimate.png")] if method == "auto" else []
         _run(["estimate", "--mechanism", str(mech), "--column", "age", "--domain", "0:99", str(private),
               "-o", str(out), "--method", method, *extra])
         ests[method] = pacsv.read_csv(out).column("frequency").to_numpy()
@@ -112,7 +112,8 @@ def _errors(p_true: np.ndarray, p_hat: np.ndarray) -> tuple[float, float, float]
             abs(float(ages @ p_hat) - float(ages @ p_true)))
 
 
-_LABELS = {"em": "em (MLE)", "ems": "ems (smoothed EM)", "inversion": "inversion (LS)"}
+_LABELS = {"auto": "auto (default)", "em": "em (MLE)", "ems": "ems (smoothed EM)",
+           "inversion": "inversion (LS)"}
 
 
 def _error_table(p_true: np.ndarray, ests: dict, n: int):
@@ -139,10 +140,11 @@ def _comparison_png(p_true: np.ndarray, ests: dict, title: str) -> bytes:
     ax = fig.add_subplot()
     ax.bar(ages, p_true, width=1.0, color="0.80", edgecolor="0.65", linewidth=0.4, label="true histogram")
     styles = {"em": dict(color="tab:red", lw=0.9, marker=".", ms=4, alpha=0.85),
-              "ems": dict(color="tab:blue", lw=2.2)}
+              "ems": dict(color="tab:blue", lw=2.2), "auto": dict(color="tab:green", lw=1.6, ls="--")}
     for method, style in styles.items():
         tv = _errors(p_true, ests[method])[0]
-        name = {"em": "EM = maximum likelihood", "ems": "EMS = EM with (1,2,1)/4 smoothing"}[method]
+        name = {"em": "EM = maximum likelihood", "ems": "EMS = EM with (1,2,1)/4 smoothing",
+                "auto": "auto (the default)"}[method]
         ax.plot(ages, ests[method], label=f"{name} (--method {method}): TV {tv:.3f}", **style)
     ax.set_xlim(-0.5, p_true.size - 0.5)
     # headroom: the legend sits above the MLE's spikes
