@@ -10,7 +10,7 @@ looked at through the inputs ``lo..hi`` and every output they can produce).
 from __future__ import annotations
 
 from sparseldp import SparseChannel, SparseGaussian, SparseKernel, SparseLaplace
-from sparseldp.baselines import discrete_gaussian, geometric, randomized_response
+from sparseldp.baselines import discrete_gaussian, duchi, geometric, hybrid, piecewise, randomized_response, square_wave
 
 RANDOMIZERS = [
     ("laplace-z", lambda: SparseLaplace(lam=0.5, s=7), (0, 8)),
@@ -24,6 +24,10 @@ RANDOMIZERS = [
     ("k-rr", lambda: randomized_response(eps=1.0, domain=(0, 5)), (0, 5)),
     ("geometric-clamp", lambda: geometric(lam=0.7, domain=(0, 7), mode="clamp"), (0, 7)),
     ("discrete-gaussian", lambda: discrete_gaussian(sigma=1.5, domain=(0, 6)), (0, 6)),
+    ("square-wave", lambda: square_wave(eps=1.0, domain=(0, 6)), (0, 6)),
+    ("piecewise", lambda: piecewise(eps=1.0, domain=(0, 6)), (0, 6)),
+    ("hybrid", lambda: hybrid(eps=1.5, domain=(0, 6)), (0, 6)),
+    ("duchi", lambda: duchi(eps=1.0, domain=(0, 6)), (0, 6)),
     ("kernel-staircase", lambda: SparseKernel(weights=(1.0, 1.0, 0.6, 0.6, 0.1)), (0, 8)),
     ("kernel-laplace-shape", lambda: SparseKernel.from_function(lambda d: 0.6 ** d, s=7), (0, 6)),
     ("kernel-staircase-clipped", lambda: SparseKernel(weights=(2.0, 1.0, 1.0, 0.3)).to_channel((0, 9), "clipped"),

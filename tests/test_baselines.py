@@ -229,7 +229,8 @@ def test_sparse_wrappers_are_the_window_channels():
 
 
 def test_registry():
-    assert set(FAMILIES) == {"rr", "geometric-clamp", "geometric-fold", "discrete-gaussian", "sparse-laplace", "sparse-gaussian"}
+    assert set(FAMILIES) == {"rr", "geometric-clamp", "geometric-fold", "discrete-gaussian", "sparse-laplace",
+                             "sparse-gaussian", "square-wave", "piecewise", "hybrid", "duchi"}
     for name, fam in FAMILIES.items():
         assert isinstance(fam, Family)
         constructor, param, (lo, hi) = fam  # unpacks as a 3-tuple
@@ -259,3 +260,265 @@ def test_registry():
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------
+# numeric mechanisms of the literature: Square Wave, Piecewise, Hybrid, Duchi
+# ---------------------------------------------------------------------------
+from scipy import stats  # noqa: E402
+
+from sparseldp.baselines import (  # noqa: E402
+    EPS_STAR,
+    closed_form_variance,
+    duchi,
+    estimator_variance,
+    hybrid,
+    hybrid_alpha,
+    piecewise,
+    report_estimates,
+    square_wave,
+    square_wave_band,
+)
+
+
+def sw_reference(eps, domain, band):
+    """Dense Square Wave from the paper's densities: p on |y - x| <= band, p e^-eps elsewhere."""
+    a, b = domain
+    k = b - a + 1
+    x = np.arange(a, b + 1)[:, None]
+    y = np.arange(a - band, b + band + 1)[None, :]
+    e = math.exp(eps)
+    p = e / ((2 * band + 1) * e + k - 1)
+    return np.where(np.abs(y - x) <= band, p, p / e)
+
+
+def pm_reference(eps, k, s, B):
+    """Dense discrete PM: the band of input i is cells i s .. i s + B - 1."""
+    m = (k - 1) * s + B
+    e = math.exp(eps)
+    P = e / (B * e + m - B)
+    i = np.arange(k)[:, None]
+    j = np.arange(m)[None, :]
+    return np.where((j >= i * s) & (j < i * s + B), P, P / e)
+
+
+def duchi_reference(eps, k):
+    t = -1 + 2 * np.arange(k) / (k - 1)
+    e = math.exp(eps)
+    plus = 0.5 + t * (e - 1) / (2 * (e + 1))
+    return np.stack([1 - plus, plus], axis=1)
+
+
+NUMERIC = [
+    ("square-wave", square_wave, 0.4, (0, 9)),
+    ("square-wave", square_wave, 2.0, (-3, 8)),
+    ("piecewise", piecewise, 0.7, (0, 9)),
+    ("piecewise", piecewise, 3.0, (2, 13)),
+    ("hybrid", hybrid, 0.4, (0, 9)),  # below eps*: Duchi's mechanism alone
+    ("hybrid", hybrid, 1.5, (0, 11)),
+    ("duchi", duchi, 0.5, (0, 9)),
+    ("duchi", duchi, 2.5, (-4, 4)),
+]
+
+
+@pytest.fixture(params=NUMERIC, ids=[f"{n}-{e}-{d[0]}:{d[1]}" for n, _, e, d in NUMERIC])
+def numeric(request):
+    name, make, eps, domain = request.param
+    return name, eps, domain, make(eps=eps, domain=domain)
+
+
+def reference_numeric(name, eps, domain, ch):
+    a, b = domain
+    k = b - a + 1
+    if name == "square-wave":
+        return sw_reference(eps, domain, square_wave_band(eps, k))
+    B = ch._meta.get("B")
+    pm = None if B is None else pm_reference(eps, k, 1, B)
+    du = duchi_reference(eps, k)
+    if name == "piecewise":
+        return pm
+    if name == "duchi" or hybrid_alpha(eps) == 0.0:
+        return du
+    al = hybrid_alpha(eps)
+    return np.concatenate([(1 - al) * du[:, :1], al * pm, (1 - al) * du[:, 1:]], axis=1)
+
+
+class TestNumeric:
+    def test_pmf_matches_the_papers(self, numeric):
+        name, eps, domain, ch = numeric
+        assert ch.family == name and ch.parameter == ("eps", eps) and ch.domain == domain
+        np.testing.assert_array_equal(ch.inputs, np.arange(domain[0], domain[1] + 1))
+        np.testing.assert_allclose(ch.matrix.toarray(), reference_numeric(name, eps, domain, ch), rtol=1e-12)
+        assert np.all(np.diff(ch.outputs) == 1) or name in ("duchi", "hybrid")
+
+    @pytest.mark.parametrize("H", [None, 1, 3])
+    def test_pure_eps_at_the_design_eps_by_the_accountant(self, numeric, H):
+        name, eps, domain, ch = numeric
+        assert float(ch.delta_star_upper(eps, H)) <= 1e-12  # rigorous: 0 up to rounding
+        assert ch.pure_epsilon(H) <= eps * (1 + 1e-12)
+        P, x = ch.matrix.toarray(), ch.inputs.tolist()
+        assert ch.delta_star(0.8 * eps, H) == pytest.approx(brute_delta(P, x, 0.8 * eps, H), abs=1e-14)
+        if H is None or name not in ("duchi", "hybrid") or (name == "hybrid" and hybrid_alpha(eps) > 0):
+            # the worst pair is in range: any eps' < eps leaves a positive defect
+            assert float(ch.delta_star(eps * (1 - 1e-6), H)) > 0
+            assert ch.pure_epsilon(H) == pytest.approx(eps, rel=1e-12)
+
+    def test_sampler_chi_square(self, numeric):
+        """The project's sampler on every row at once; independent chi-squares add, FPR 1e-6."""
+        name, eps, domain, ch = numeric
+        xs = np.repeat(ch.inputs, 2000)
+        y = ch.sample(xs, rng=7)
+        total, df = 0.0, 0
+        for x in ch.inputs:
+            outs, probs = ch.sampling_pmf(int(x))
+            probs = np.array([float(p) for p in probs])
+            obs = np.array([np.count_nonzero(y[xs == x] == o) for o in outs], dtype=float)
+            exp = 2000 * probs
+            keep = exp >= 5  # cells below 5 expected are merged into one
+            o2 = np.append(obs[keep], obs[~keep].sum())
+            e2 = np.append(exp[keep], exp[~keep].sum())
+            o2, e2 = o2[e2 > 0], e2[e2 > 0]
+            total += float(((o2 - e2) ** 2 / e2).sum())
+            df += o2.size - 1
+        assert total < stats.chi2.isf(1e-6, df), (total, df)
+
+
+class TestUnbiasedEstimators:
+    @pytest.mark.parametrize("make, eps", [(piecewise, 0.8), (piecewise, 4.0), (duchi, 1.0), (hybrid, 2.0),
+                                           (hybrid, 0.3)])
+    def test_unbiased_and_closed_form_variance(self, make, eps):
+        ch = make(eps=eps, domain=(3, 17))
+        est = report_estimates(ch)
+        np.testing.assert_allclose(ch.matrix @ est, ch.inputs, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(estimator_variance(ch), closed_form_variance(ch), rtol=1e-12)
+
+    def test_piecewise_is_the_papers_mechanism_when_the_band_fits_the_cells(self):
+        # z = e^{eps/2} = 2: band ratio (k - 1) s / B = 2 with k - 1 = 10, s = 3, B = 15
+        eps, h = 2 * math.log(2), 5.0
+        ch = piecewise(eps=eps, domain=(0, 10), resolution=3)
+        assert ch.n_outputs == 45
+        z = math.exp(eps / 2)
+        C = (z + 1) / (z - 1)
+        w = 2 * C / ch.n_outputs
+        t = (ch.inputs - 5) / h
+        paper = t**2 / (z - 1) + (z + 3) / (3 * (z - 1) ** 2)  # Wang et al., Var[t*] of PM
+        np.testing.assert_allclose(estimator_variance(ch), h * h * (paper - w * w / 12), rtol=1e-12)
+        # the Hybrid Mechanism's variance is the paper's worst case for every input, less alpha h^2 w^2 / 12
+        hm = hybrid(eps=eps, domain=(0, 10), resolution=3)
+        e = math.exp(eps)
+        paper_hm = (z + 3) / (3 * z * (z - 1)) + (e + 1) ** 2 / (z * (e - 1) ** 2)
+        np.testing.assert_allclose(estimator_variance(hm), h * h * (paper_hm - hybrid_alpha(eps) * w * w / 12),
+                                   rtol=1e-12)
+
+    def test_piecewise_tends_to_the_papers_variance(self):
+        eps, h = 1.0, 5.0
+        z = math.exp(eps / 2)
+        t = np.linspace(-1, 1, 11)
+        paper = h * h * (t**2 / (z - 1) + (z + 3) / (3 * (z - 1) ** 2))
+        gaps = [np.abs(estimator_variance(piecewise(eps=eps, domain=(0, 10), resolution=s)) / paper - 1).max()
+                for s in (5, 50, 500)]
+        assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-4
+
+    def test_duchi_variance_is_the_papers(self):
+        eps, h = 1.3, 6.0
+        ch = duchi(eps=eps, domain=(-6, 6))
+        C = (math.exp(eps) + 1) / (math.exp(eps) - 1)
+        t = ch.inputs / h
+        np.testing.assert_allclose(estimator_variance(ch), h * h * (C * C - t * t), rtol=1e-12)
+        np.testing.assert_allclose(report_estimates(ch), [-h * C, h * C], rtol=1e-14)
+
+    def test_hybrid_threshold(self):
+        assert EPS_STAR == pytest.approx(0.6094, abs=1e-4)
+        assert hybrid_alpha(EPS_STAR * 0.999) == 0.0
+        assert hybrid_alpha(2.0) == pytest.approx(1 - math.exp(-1.0), rel=1e-15)
+        assert hybrid(eps=0.5, domain=(0, 9)).n_outputs == 2
+
+    def test_not_an_unbiased_family(self):
+        with pytest.raises(ValueError, match="channel must be built by piecewise"):
+            report_estimates(square_wave(eps=1.0, domain=(0, 9)))
+
+
+def test_square_wave_band():
+    def b_direct(eps):
+        e = math.exp(eps)
+        return (eps * e - e + 1) / (2 * e * (e - 1 - eps))
+
+    for eps in (0.3, 0.49, 0.5, 1.0, 2.0, 5.0):  # series below 1/2, closed form above
+        assert square_wave_band(eps, 1000) == math.floor(b_direct(eps) * 1000)
+    assert square_wave_band(1e-9, 11) == 5  # b -> 1/2
+    assert square_wave_band(800.0, 10**6) == 0
+    ch = square_wave(eps=1.0, domain=(0, 99), band=0)  # band 0: k-ary randomized response
+    np.testing.assert_allclose(ch.matrix.toarray(), randomized_response(eps=1.0, domain=(0, 99)).matrix.toarray(),
+                               rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: piecewise(eps=0.0, domain=(0, 5)), ValueError, r"eps must be a real number > 0 and finite; got 0.0"),
+        (lambda: duchi(eps=-1, domain=(0, 5)), ValueError, r"eps must be a real number > 0"),
+        (lambda: piecewise(eps=1.0, domain=(0, 5), resolution=0), ValueError, r"resolution must be an integer"),
+        (lambda: square_wave(eps=1.0, domain=(0, 5), band=7), ValueError, r"band must be an integer in \[0, 6\]"),
+        (lambda: square_wave(eps=1.0, domain=(0, 5), band=1.5), TypeError, r"band must be an integer"),
+        (lambda: hybrid(eps=1.0, domain=(5, 0)), ValueError, r"domain must be a pair"),
+    ],
+)
+def test_numeric_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()
+
+
+# ---------------------------------------------------------------------------
+# baseline specs (sparseldp.spec): written, loaded, checked
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("ch", [square_wave(eps=1.0, domain=(0, 20)), piecewise(eps=0.9, domain=(0, 20)),
+                                hybrid(eps=2.0, domain=(0, 20)), duchi(eps=1.0, domain=(0, 20)),
+                                randomized_response(eps=1.0, domain=(0, 20)),
+                                geometric(lam=0.4, domain=(0, 20), mode="fold"),
+                                discrete_gaussian(sigma=2.0, domain=(0, 20))],
+                         ids=lambda ch: ch.family)
+def test_baseline_spec_round_trip(tmp_path, ch):
+    import json
+
+    from sparseldp.spec import load_spec, save_spec, spec_from_channel
+
+    eps = 2.0 if ch.family in ("hybrid", "geometric-fold", "discrete-gaussian") else 1.0
+    H = 3
+    upper = float(ch.delta_star_upper(eps, H))
+    spec = spec_from_channel(ch, eps=eps, delta=max(upper, 1e-12), H=H, delta_star=upper,
+                             r1=float(np.mean(ch.distortion(1))), r2=float(np.mean(ch.distortion(2))))
+    path = tmp_path / "spec.json"
+    save_spec(spec, path)
+    doc = json.loads(path.read_text())
+    assert doc["family"] == ch.family and doc["domain"] == [0, 20] and "s" not in doc and "window" not in doc
+    assert doc[{"lam": "lam", "sigma": "sigma"}.get(ch.parameter[0], "mechanism_eps")] == ch.parameter[1]
+    loaded = load_spec(path)
+    assert loaded.baseline and (loaded.channel().matrix != ch.matrix).nnz == 0
+    assert loaded.sampler_target() is loaded.channel() and loaded.guarantee.delta == upper
+    with pytest.raises(ValueError, match="has no mechanism on Z"):
+        loaded.mechanism
+    doc["window"] = "clipped"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="unknown key 'window' in a"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize("doc, needle", [
+    ({"family": "square-wave", "mechanism_eps": 1.0}, "needs 'domain'"),
+    ({"family": "duchi", "domain": [0, 9]}, "needs 'mechanism_eps'"),
+    ({"family": "duchi", "mechanism_eps": 0, "domain": [0, 9]}, "mechanism_eps must be a real number > 0"),
+    ({"family": "piecewise", "mechanism_eps": 1.0, "domain": [0, 9], "resolution": 0}, "resolution must be"),
+    ({"family": "rr", "mechanism_eps": 1.0, "domain": [0, 9], "eps": 0.5, "H": 1, "delta": 1e-6},
+     "recorded target delta = 1e-06 does not hold"),
+    ({"family": "rr", "mechanism_eps": 60.0, "domain": [0, 9]}, "reports every input unchanged"),
+    ({"family": "cauchy", "lam": 1.0, "s": 3}, "or a baseline: rr, geometric-clamp"),
+])
+def test_baseline_spec_refused(tmp_path, doc, needle):
+    import json
+
+    from sparseldp.spec import load_spec
+
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        load_spec(path)

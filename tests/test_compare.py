@@ -1,102 +1,187 @@
-"""compare(): every family under the same accountant; the `compare` and `estimate` commands."""
+"""compare(): every family under the same accountant, what users measure, the recommendation; the
+`compare` and `estimate` commands."""
 
 import json
+import math
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scipy import stats
 
 from sparseldp import SparseLaplace
+from sparseldp.baselines import FAMILIES, duchi
 from sparseldp.cli import main
-from sparseldp.compare import COMPARE_FAMILIES, Comparison, compare, default_population
-from sparseldp.errors import InfeasibleError
+from sparseldp.compare import COMPARE_FAMILIES, METRICS, SHAPES, Comparison, compare, population_shape
+from sparseldp.compare.metrics import simulate_counts, unbiased_mean_estimator
+from sparseldp.compare.sweep import sweep
 from sparseldp.estimation import estimate_frequencies, estimate_mean
 from sparseldp.sampling import sample
+from sparseldp.spec import load_spec
 
-TARGET = dict(eps=1.0, delta=1e-2, H=2, domain=(0, 15))
+TARGET = dict(eps=1.0, delta=1e-2, H=2, domain=(0, 11))
+
+
+def brute_delta(P, x, eps, H):
+    """Exact sup over ordered pairs |x - x'| <= H of sum_y [P(y|x) - e^eps P(y|x')]_+ (dense)."""
+    best = 0.0
+    for i in range(len(x)):
+        for j in range(len(x)):
+            if i != j and abs(x[i] - x[j]) <= H:
+                best = max(best, float(np.maximum(P[i] - math.exp(eps) * P[j], 0).sum()))
+    return best
 
 
 @pytest.fixture(scope="module")
 def result():
-    return compare(**TARGET, n=3000, rng=11)
+    return compare(**TARGET, n=2000, rng=11, ems="authors", method="em")
 
 
-def test_every_family_meets_the_target(result):
+def test_every_family_meets_the_target_by_an_independent_check(result):
     assert isinstance(result, Comparison)
     assert [r.family for r in result.rows] == list(COMPARE_FAMILIES)
     for r in result.rows:
-        assert r.error is None
+        assert r.error is None, r.error
         assert r.delta_star <= TARGET["delta"]
-        assert 0 <= r.tv <= 1 and 0 < r.r1 and r.r1**2 <= r.r2 + 1e-12  # Jensen: R1^2 <= R2
-        assert abs(r.estimate.sum() - 1) < 1e-9 and r.estimate.shape == (16,)
-        assert 1 <= r.support <= 16
-    sparse = {r.family: r for r in result.rows}
-    assert sparse["sparse-laplace"].params["s"] % 2 == 1
-    assert sparse["rr"].support == 16  # full support baselines
+        ch = r.channel
+        assert brute_delta(ch.matrix.toarray(), ch.inputs.tolist(), 1.0, 2) <= TARGET["delta"] + 1e-12
+        assert 0 <= r.tv <= 1 and r.w1 >= 0 and r.quantile_error >= 0 and r.mean_rmse > 0
+        assert 0 < r.r1 and r.r1 ** 2 <= r.r2 + 1e-9  # Jensen
+        assert abs(r.estimate.sum() - 1) < 1e-9 and r.estimate.shape == (12,)
+    rows = {r.family: r for r in result.rows}
+    assert rows["square-wave"].w1_ems is not None and rows["rr"].w1_ems is None  # ems="authors"
+    assert rows["piecewise"].mean_method == "unbiased (paper)"
+    assert rows["sparse-laplace"].mean_method == "report mean" and rows["sparse-laplace"].params["s"] % 2 == 1
+    assert rows["geometric-clamp"].mean_method == "EM estimate"
+    assert rows["duchi"].params["eps"] > 1.5  # on range H = 2 of 12 values Duchi affords a larger eps of its own
+    assert rows["rr"].support == 12
 
 
-def test_seeded_comparison_is_reproducible(result):
-    again = compare(**TARGET, n=3000, rng=11)
-    assert [r.tv for r in again.rows] == [r.tv for r in result.rows]
-    assert np.array_equal(again.true_histogram, result.true_histogram)
-    other = compare(**TARGET, n=3000, rng=12, families=["rr"])
-    assert other.rows[0].tv != result.rows[0].tv
+@pytest.mark.parametrize("name", ["duchi", "geometric-clamp", "square-wave"])
+def test_calibrated_parameter_is_at_the_boundary(result, name):
+    """A little less noise than the calibrated parameter breaks the target (checked by brute force)."""
+    r = result.row(name)
+    entry = FAMILIES[name]
+    worse = entry.constructor(**{entry.param: r.params[entry.param] * 1.001}, domain=TARGET["domain"])
+    assert brute_delta(worse.matrix.toarray(), worse.inputs.tolist(), 1.0, 2) > TARGET["delta"]
+
+
+def test_pure_at_eps_and_infeasible_rows():
+    res = compare(eps=1.0, delta=0.0, H=2, domain=(0, 11), n=500, rng=1, ems="none", method="em", pure_at_eps=True,
+                  families=["piecewise", "duchi", "sparse-laplace"])
+    pm, du, sl = res.rows
+    assert pm.params["eps"] <= 1.0 and pm.params["eps"] == pytest.approx(1.0, rel=1e-8) and pm.delta_star == 0.0
+    assert du.params["eps"] == pytest.approx(1.0, rel=1e-8)
+    assert sl.error is not None and sl.w1 is None  # delta = 0: no sparse window on Z (Theorem 1)
+    assert res.to_dict()["families"][2] == {"family": "sparse-laplace", "label": sl.label, "error": sl.error}
+
+
+def test_seeded_reproducible_and_independent_of_the_other_families(result):
+    alone = compare(**TARGET, n=2000, rng=11, ems="authors", method="em", families=["square-wave"])
+    assert alone.rows[0].w1 == result.row("square-wave").w1
+    assert alone.rows[0].w1_ems == result.row("square-wave").w1_ems
+    assert np.array_equal(alone.true_histogram, result.true_histogram)
+    other = compare(**TARGET, n=2000, rng=12, ems="none", method="em", families=["square-wave"])
+    assert other.rows[0].w1 != alone.rows[0].w1
     assert result.seeded and result.seed == 11
 
 
-def test_tv_is_recomputable_from_the_same_simulation():
-    """Rebuild the simulation by hand for one family and get the same TV error."""
-    res = compare(**TARGET, n=2000, rng=5, families=["geometric-clamp"])
+def test_exact_mean_rmse_matches_simulation():
+    """The linear estimator's exact RMSE against 400 simulated populations (chi-square bounds, FPR 2e-6)."""
+    dom, n, T = (0, 11), 300, 400
+    ch = duchi(eps=1.0, domain=dom)
+    v, var, method = unbiased_mean_estimator(ch, dom)
+    assert method == "unbiased (paper)"
+    counts = np.full(12, n // 12)
+    sigma2 = float(counts @ var) / (counts.sum() ** 2)
     gen = np.random.default_rng(5)
-    counts = gen.multinomial(2000, default_population(TARGET["domain"]))
-    x = np.repeat(np.arange(16), counts)
-    from sparseldp.design.finite import calibrate
-    from sparseldp.sampling import sample_channel
-
-    ch = calibrate("geometric-clamp", eps=1.0, delta=1e-2, H=2, domain=(0, 15)).channel
-    y = sample_channel(ch, x, rng=gen)
-    p = estimate_frequencies(y, ch)
-    assert res.rows[0].tv == pytest.approx(0.5 * np.abs(p - counts / 2000).sum(), abs=1e-12)
+    xs = np.arange(12)
+    errs = [float(simulate_counts(ch, counts, gen, dom) @ v) / counts.sum() - float(counts @ xs) / counts.sum()
+            for _ in range(T)]
+    stat = float(np.sum(np.square(errs))) / sigma2  # ~ chi2(T): the mean of 300 reports is near normal
+    assert stats.chi2.ppf(1e-6, T) < stat < stats.chi2.isf(1e-6, T)
 
 
-def test_population_and_prior():
-    pop = np.ones(16)
-    pop[:8] = 0
-    res = compare(**TARGET, n=500, rng=1, population=pop, families=["rr"])
-    assert res.true_histogram[:8].sum() == 0
-    with pytest.raises(ValueError, match="population must be an array of 16"):
-        compare(**TARGET, population=[1, 2, 3])
-    with pytest.raises(ValueError, match="families must be names from"):
-        compare(**TARGET, families=["laplace"])
-    with pytest.raises(ValueError, match="n must be an integer >= 1"):
-        compare(**TARGET, n=0)
-    with pytest.raises(TypeError, match="rng must be None, an int seed"):
-        compare(**TARGET, rng=1.5)
+def test_simulated_counts_follow_the_channel():
+    ch = duchi(eps=0.8, domain=(0, 11))
+    c_in = np.zeros(12, dtype=np.int64)
+    c_in[3] = 20_000
+    got = simulate_counts(ch, c_in, np.random.default_rng(2), (0, 11))
+    exp = 20_000 * ch.matrix.toarray()[3]
+    stat = float(((got - exp) ** 2 / exp).sum())
+    assert got.sum() == 20_000 and stat < stats.chi2.isf(1e-6, 1)
 
 
-def test_infeasible_family_becomes_an_error_row(monkeypatch):
-    import sparseldp.compare as cmp
-
-    real = cmp.calibrate
-
-    def fake(name, **kw):
-        if name == "rr":
-            raise InfeasibleError("no rr for you")
-        return real(name, **kw)
-
-    monkeypatch.setattr(cmp, "calibrate", fake)  # compare calls it through its own namespace
-    res = compare(**TARGET, n=500, rng=1, families=["rr", "geometric-fold"])
-    assert res.rows[0].error == "no rr for you" and res.rows[0].tv is None
-    assert res.rows[1].error is None
-    assert res.to_dict()["families"][0] == {"family": "rr", "label": "k-ary randomized response",
-                                             "error": "no rr for you"}
+def test_user_data_is_the_truth():
+    values = np.array([0, 0, 1, 5, 5, 5, 11, 3] * 50)
+    res = compare(**TARGET, data=values, rng=3, ems="none", method="em", families=["sparse-laplace", "rr"])
+    np.testing.assert_allclose(res.true_histogram, np.bincount(values, minlength=12) / values.size)
+    assert res.n == values.size and res.source == "data"
+    again = compare(**TARGET, data=(0, np.bincount(values, minlength=12)), rng=3, ems="none", method="em",
+                    families=["sparse-laplace", "rr"])
+    assert [r.w1 for r in again.rows] == [r.w1 for r in res.rows]
 
 
-def test_figure_bytes(result):
-    png = result.render("png")
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert result.render("pdf")[:5] == b"%PDF-"
+def test_recommendation_and_winner_spec(result, tmp_path):
+    for metric in METRICS:
+        rec = result.recommend(metric)
+        values = [r.metric(metric) for r in result.rows if r.metric(metric) is not None]
+        assert rec.value == min(values) and rec.winner.metric(metric) == rec.value
+        assert rec.ranking[0] == (rec.winner.family, rec.value)
+    assert "best for w1" in result.recommend("w1").describe()
+    for name in ("square-wave", "sparse-laplace", "geometric-fold"):
+        spec = result.spec(name)
+        path = tmp_path / f"{name}.json"
+        from sparseldp.spec import save_spec
+
+        save_spec(spec, path)
+        loaded = load_spec(path)  # recomputes and checks every recorded claim
+        assert (loaded.channel().matrix != result.row(name).channel.matrix).nnz == 0
+        assert loaded.guarantee.delta <= TARGET["delta"] and loaded.guarantee.H == 2
+
+
+def test_population_shapes():
+    for name in SHAPES:
+        p = population_shape(name, (0, 19))
+        assert p.shape == (20,) and (p >= 0).all() and p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert population_shape("spiky", (0, 19))[4] > 0.3
+    res = compare(**TARGET, population="spiky", n=1000, rng=2, ems="none", method="em", families=["duchi"])
+    assert res.true_histogram[2] > 0.25  # the spike at 20% of 0..11
+
+
+@pytest.mark.parametrize("kwargs, exc, needle", [
+    (dict(population=[1] * 12, data=[1, 2]), ValueError, "cannot be combined"),
+    (dict(n=10, data=[1, 2]), ValueError, "cannot be combined"),
+    (dict(data=[1, 20]), ValueError, "data values must lie in the domain 0..11; got 20"),
+    (dict(data="x"), TypeError, "data must be a 1-D array"),
+    (dict(window="open"), ValueError, "window must be 'extended' or 'clipped'"),
+    (dict(ems="some"), ValueError, "ems must be one of all, authors, none"),
+    (dict(trials=0), ValueError, "trials must be an integer in"),
+    (dict(method="mle"), ValueError, "method must be None or one of auto, em, ems, inversion"),
+    (dict(families=["laplace"]), ValueError, "families must be names from"),
+    (dict(population=[1, 2, 3]), ValueError, "population must be an array of 12"),
+    (dict(rng=1.5), TypeError, "rng must be None, an int seed"),
+    (dict(population="flat"), ValueError, "population shape must be one of two-bump, uniform"),
+])
+def test_compare_bad_input(kwargs, exc, needle):
+    with pytest.raises(exc, match=needle):
+        compare(**TARGET, **kwargs)
+    with pytest.raises(ValueError, match="metric must be one of"):
+        Comparison(1.0, 0.1, 1, (0, 1), 1, False, None, np.ones(2) / 2, ()).recommend("rmse")
+
+
+def test_sweep_figure():
+    sw = sweep([2.0, 0.5], delta=1e-2, H=2, domain=(0, 11), n=500, rng=4, ems="none", method="em",
+               families=["rr"], target_eps=1.0)
+    assert sw.eps == (0.5, 2.0) and set(sw.values["w1"]) == {"rr"}
+    assert sw.values["r2"]["rr"][0] > sw.values["r2"]["rr"][1]  # more privacy, more distortion
+    assert sw.render("png")[:8] == b"\x89PNG\r\n\x1a\n"
+    assert json.loads(json.dumps(sw.to_dict()))["eps"] == [0.5, 2.0]
+
+
+def test_comparison_figure_bytes(result):
+    assert result.render("png")[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="fmt must be 'png' or 'pdf'"):
         result.render("svg")
 
@@ -110,44 +195,76 @@ def run(argv, capsys):
     return rc, out, err
 
 
-def test_compare_cli_json_and_plot(capsys, tmp_path):
-    fig = tmp_path / "cmp.png"
-    rc, out, err = run(["compare", "--eps", 1, "--delta", 0.01, "--H", 2, "--domain", "0:15", "--n", 1000,
-                        "--seed", 3, "--families", "rr,sparse-laplace", "--plot", fig, "--json"], capsys)
+BASE = ["compare", "--eps", 1, "--delta", 0.01, "--H", 2, "--domain", "0:11", "--seed", 3]
+
+
+def test_compare_cli_recommends_and_writes_a_spec_privatize_accepts(capsys, tmp_path):
+    spec, fig = tmp_path / "winner.json", tmp_path / "errors.png"
+    rc, out, err = run(BASE + ["--n", 1000, "--families", "square-wave,duchi", "--metric", "mean", "-o", spec,
+                               "--shape", "normal", "--method", "em"], capsys)
     assert rc == 0, err
-    doc = json.loads(out)
-    assert [f["family"] for f in doc["families"]] == ["rr", "sparse-laplace"]
-    assert doc["seed"] == 3 and doc["n"] == 1000 and doc["domain"] == [0, 15]
-    assert all(f["delta_star"] <= 0.01 for f in doc["families"])
+    assert "Recommendation: best for mean" in out and "square-wave" in out and "reproducible" in out
+    assert "simulated normal population" in out and not fig.exists()
+    doc = json.loads(spec.read_text())
+    assert doc["family"] in ("square-wave", "duchi") and doc["eps"] == 1 and doc["H"] == 2
+    people = tmp_path / "people.csv"
+    people.write_text("id,age\n" + "".join(f"{i},{i % 12}\n" for i in range(60)))
+    private = tmp_path / "private.csv"
+    rc, out, err = run(["privatize", "-m", spec, "-c", "age", people, "-o", private], capsys)
+    assert rc == 0, err
+    assert len(private.read_text().splitlines()) == 61 and "guarantee per column" in err
+
+
+def test_compare_cli_json_with_user_data(capsys, tmp_path):
+    data = tmp_path / "ages.csv"
+    data.write_text("age\n" + "".join(f"{v}\n" for v in [1, 2, 2, 3, 9, 11] * 20))
+    fig = tmp_path / "errors.png"
+    rc, out, err = run(BASE + ["--data", data, "--column", "age", "--families", "duchi", "--json", "--method", "em",
+                               "--plot", fig, "--plot-eps", "2"], capsys)
+    assert rc == 0, err
     assert fig.read_bytes()[:4] == b"\x89PNG"
-
-
-def test_compare_cli_table(capsys):
-    rc, out, err = run(["compare", "--eps", 1, "--delta", 0.01, "--H", 2, "--domain", "0:15", "--n", 500,
-                        "--seed", 3, "--families", "geometric-clamp"], capsys)
-    assert rc == 0, err
-    assert "geometric-clamp" in out and "seeded with 3," in out and "reproducible" in out  # title may wrap
+    doc = json.loads(out)
+    assert doc["n"] == 120 and doc["truth"] == "data"
+    assert doc["recommendation"]["metric"] == "w1"
+    assert doc["recommendation"]["family"] == min(doc["families"], key=lambda f: f["w1"])["family"]
 
 
 @pytest.mark.parametrize(
     "argv, needle",
     [
         (["--domain", "5:1"], "--domain must be lo:hi with integers lo <= hi"),
-        (["--domain", "a:b"], "--domain must be lo:hi"),
         (["--families", "rr,nope"], "--families must be a comma-separated subset"),
         (["--plot", "x.svg"], "--plot must end in .png or .pdf"),
+        (["--plot-eps", "1,2"], "--plot-eps applies only with --plot"),
         (["--seed", "-1"], "--seed must be an integer >= 0"),
         (["--delta", "2"], "delta must be a real number in [0, 1]"),
+        (["--metric", "rmse"], "--metric must be one of w1, tv"),
+        (["--data", "x.csv"], "--data FILE and --column NAME go together"),
+        (["--window", "open"], "--window must be 'extended' or 'clipped'"),
+        (["--trials", "0"], "--trials must be an integer"),
+        (["--shape", "flat"], "--shape must be one of two-bump, uniform"),
+        (["--method", "mle"], "--method must be 'auto', 'em', 'ems' or 'inversion'"),
+        (["--plot", "x.png", "--plot-eps", "1,-2"], "--plot-eps must be comma-separated numbers > 0"),
     ],
 )
 def test_compare_cli_bad_input(capsys, argv, needle):
-    base = {"--eps": "1", "--delta": "0.01", "--H": "2", "--domain": "0:15"}
+    base = {"--eps": "1", "--delta": "0.01", "--H": "2", "--domain": "0:11"}
     args = ["compare"]
     over = dict(zip(argv[::2], argv[1::2]))
     for key, val in {**base, **over}.items():
         args += [key, val]
     rc, out, err = run(args, capsys)
     assert rc == 2 and needle in err and err.count("\n") == 1
+
+
+def test_compare_cli_data_errors_leave_no_output(capsys, tmp_path):
+    data = tmp_path / "ages.csv"
+    data.write_text("age\n1\n50\n")
+    spec = tmp_path / "w.json"
+    rc, out, err = run(BASE + ["--data", data, "--column", "age", "-o", spec], capsys)
+    assert rc == 2 and "'50' is outside the allowed range [0, 11]" in err and not spec.exists()
+    rc, out, err = run(BASE + ["--data", data, "--column", "age", "--n", 10], capsys)
+    assert rc == 2 and "--n sets the size of a simulated population" in err
 
 
 # ---------------------------------------------------------------------------

@@ -15,6 +15,27 @@ translation-invariant one on Z and any integer input is accepted; with
 outputs may leave the domain (``"extended"``, outputs ``lo - t .. hi + t``, the
 default) or are clipped to it (``"clipped"``, docs/paper.md, "Output alphabet").
 
+Baseline specs
+--------------
+A baseline channel of :mod:`sparseldp.baselines` (what ``sparseldp compare -o``
+writes when a baseline wins) is a spec with the family's name, its parameter,
+a required ``domain`` and no ``s`` or ``window``::
+
+    {"family": "square-wave", "mechanism_eps": 1.0, "band": 25, "domain": [0, 99],
+     "eps": 1.0, "delta": 1e-06, "H": 99, "delta_star": 3.2e-14, "r1": 30.6, "r2": 1570.1}
+
+The families are :data:`sparseldp.baselines.SPEC_FAMILIES`.  The parameter is
+``lam`` (geometric), ``sigma`` (discrete Gaussian), or, for the families
+parameterized by their own epsilon (``rr``, ``square-wave``, ``piecewise``,
+``hybrid``, ``duchi``), ``mechanism_eps``: the key ``eps`` is the *target* the
+spec certifies, which may differ (a mechanism calibrated to ``(eps, delta)``
+on a range ``H`` can have a larger epsilon of its own).  Integer options of
+:data:`sparseldp.baselines.OPTIONS` (``band``, ``resolution``) may follow;
+when absent the constructor's default is used.  ``r1``/``r2`` are the
+distortion of the report label itself, ``E|Y - x|^r`` averaged uniformly over
+the domain, as for the other channel specs.  The guarantee is recomputed on
+loading exactly as for the other specs.
+
 Loading re-validates every field; a bad spec raises ``ValueError`` naming the
 field (the CLI turns it into exit status 2).
 
@@ -58,9 +79,11 @@ from ._validation import (
 )
 from .core.families import get_family
 from ._files import atomic_write
+from .baselines import FAMILIES as BASELINES, OPTIONS as BASELINE_OPTIONS, SPEC_FAMILIES, construction
 from .channel import check_domain
 
-__all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "MAX_SPEC_BYTES", "CLAIM_RTOL"]
+__all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "spec_from_channel", "MAX_SPEC_BYTES",
+           "CLAIM_RTOL"]
 
 _WINDOWS = ("extended", "clipped")
 #: Largest spec file read (a spec is a few hundred bytes; this stops /dev/zero-like inputs at once).
@@ -110,15 +133,26 @@ class Guarantee:
 
 @dataclass(frozen=True)
 class Spec:
-    """A validated mechanism spec.  ``mechanism`` is on Z; ``channel()`` on the domain."""
+    """A validated mechanism spec.  ``mechanism`` is on Z; ``channel()`` on the domain.
+
+    For a baseline spec (``baseline`` is True, module docstring) ``s`` and
+    ``window`` are ``None``, ``options`` holds the construction options and
+    there is no mechanism on Z: ``sampler_target()`` is the channel.
+    """
 
     family: str
     param: float
-    s: int
+    s: int | None
     domain: tuple[int, int] | None = None
-    window: str = "extended"
+    window: str | None = "extended"
     meta: dict | None = None
     guarantee: Guarantee | None = field(default=None, compare=False)
+    options: dict | None = None
+
+    @property
+    def baseline(self) -> bool:
+        """Whether the spec names a baseline channel (:data:`sparseldp.baselines.SPEC_FAMILIES`)."""
+        return self.family in SPEC_FAMILIES
 
     @property
     def parameter(self) -> tuple[str, float]:
@@ -128,11 +162,21 @@ class Spec:
 
     @property
     def param_name(self) -> str:
+        if self.baseline:
+            return BASELINES[self.family].param
         return get_family(self.family).param
+
+    @property
+    def param_key(self) -> str:
+        """The key of the parameter in the spec file (``mechanism_eps`` for a baseline's own epsilon)."""
+        return _param_key(self.param_name) if self.baseline else self.param_name
 
     @property
     def mechanism(self):
         """The mechanism on Z of the spec's family (:mod:`sparseldp.core.families`)."""
+        if self.baseline:
+            raise ValueError(f"a {self.family} spec is a channel on its domain and has no mechanism on Z; use "
+                             "channel()")
         return get_family(self.family).make(self.param, self.s)
 
     def channel(self):
@@ -144,6 +188,9 @@ class Spec:
     @cached_property
     def _channel(self):
         # loading, the claim check, privatize and estimate all need it: build it once
+        if self.baseline:
+            return BASELINES[self.family].constructor(**{self.param_name: self.param}, domain=self.domain,
+                                                      **(self.options or {}))
         return get_family(self.family).channel(self.param, self.s, self.domain, self.window)
 
     def sampler_target(self):
@@ -152,6 +199,10 @@ class Spec:
 
     def to_dict(self) -> dict:
         out = dict(self.meta or {})
+        if self.baseline:
+            out.update({"family": self.family, self.param_key: self.param, **(self.options or {}),
+                        "domain": [self.domain[0], self.domain[1]]})
+            return out
         out.update({"family": self.family, self.param_name: self.param, "s": self.s})
         if self.domain is not None:
             out["domain"] = [self.domain[0], self.domain[1]]
@@ -165,6 +216,30 @@ def spec_from_mechanism(mechanism, *, domain=None, window="extended", **meta) ->
     return _validate({"family": mechanism.family, name: value, "s": mechanism.s,
                       **({"domain": list(domain), "window": window} if domain is not None else {}),
                       **meta})
+
+
+def spec_from_channel(channel, **meta) -> Spec:
+    """A spec for a channel on a domain, with metadata (eps, delta, H, ...), validated like a loaded one.
+
+    The paper's window channels (:meth:`SparseChannel.laplace` / ``gaussian``,
+    the ``sparse-*`` baselines) give a ``laplace`` / ``gaussian`` spec with
+    their domain and window; the baselines of
+    :data:`sparseldp.baselines.SPEC_FAMILIES` give a baseline spec (module
+    docstring).  Any other channel (raw weights) has no spec: ``ValueError``.
+    """
+    fam = getattr(channel, "family", None)
+    if fam in ("laplace", "gaussian") and channel.domain is not None and channel.s is not None:
+        name, value = channel.parameter
+        return _validate({"family": fam, name: value, "s": channel.s, "domain": list(channel.domain),
+                          "window": channel.window, **meta})
+    if fam in SPEC_FAMILIES:
+        fam, kwargs = construction(channel)
+        name, value = channel.parameter
+        dom = kwargs.pop("domain")
+        kwargs.pop(name)
+        return _validate({"family": fam, _param_key(name): value, **kwargs, "domain": list(dom), **meta})
+    raise ValueError(f"channel must be a window channel on a domain or a baseline ({', '.join(SPEC_FAMILIES)}) "
+                     f"to have a spec; got family {fam!r}")
 
 
 def save_spec(spec: Spec, path) -> None:
@@ -216,12 +291,49 @@ def load_spec(path) -> Spec:
         raise ValueError(f"bad mechanism spec {str(path)!r}: {exc}") from None
 
 
+def _param_key(name: str) -> str:
+    """A baseline's parameter key: ``eps`` is the spec's target, so a mechanism's own epsilon is ``mechanism_eps``."""
+    return "mechanism_eps" if name == "eps" else name
+
+
+def _validate_baseline(data: dict, family: str) -> Spec:
+    entry = BASELINES[family]
+    pname = entry.param
+    key = _param_key(pname)
+    options = dict(BASELINE_OPTIONS.get(family, ()))
+    allowed = {"family", key, "domain", *options, *_META}
+    unknown = sorted(str(k) for k in data if k not in allowed)
+    if unknown:
+        raise ValueError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in a "
+                         f"{family} spec; the keys are {', '.join(sorted(allowed))}")
+    if key not in data:
+        raise ValueError(f"a {family} spec needs '{key}'")
+    value = _number(check_positive if family in ("piecewise", "hybrid", "duchi") or pname != "eps"
+                    else check_nonnegative)(data[key], key)
+    if data.get("domain") is None:
+        raise ValueError(f"a {family} spec needs 'domain' [lo, hi]: a baseline is a channel on a finite domain")
+    dom = data["domain"]
+    if not (isinstance(dom, (list, tuple)) and len(dom) == 2):
+        raise ValueError(f"domain must be a pair [lo, hi] of integers with lo <= hi; got {dom!r}")
+    domain = check_domain(tuple(dom))
+    opts = {name: check_int(data[name], name, minimum=low) for name, low in options.items() if name in data}
+    meta = {k: _META[k](data[k], k) for k in _META if k in data}
+    spec = Spec(family=family, param=value, s=None, domain=domain, window=None, meta=meta, options=opts)
+    object.__setattr__(spec, "guarantee", _verify(spec))
+    return spec
+
+
 def _validate(data: dict) -> Spec:
 
     family = data.get("family")
     if isinstance(family, str):
         family = family.strip().lower()  # as design() accepts "Laplace"
-    fam = get_family(family)  # raises, naming the registered families
+    if family in SPEC_FAMILIES:
+        return _validate_baseline(data, family)
+    try:
+        fam = get_family(family)  # raises, naming the registered families
+    except ValueError as exc:
+        raise ValueError(f"{exc} (or a baseline: {', '.join(SPEC_FAMILIES)})") from None
     family, pname = fam.name, fam.param
     allowed = {"family", pname, "s", "domain", "window", *_META}
     unknown = sorted(str(k) for k in data if k not in allowed)
@@ -277,8 +389,11 @@ def _verify(spec: Spec) -> Guarantee | None:
     """Recompute what the spec claims; ``ValueError`` when a claim does not hold (module docstring)."""
     meta = spec.meta or {}
     target = spec.sampler_target()
-    where = "" if spec.domain is None else f" on the domain {spec.domain[0]}..{spec.domain[1]} ({spec.window})"
-    what = f"{spec.param_name} = {spec.param!r}, s = {spec.s}{where}"
+    if spec.baseline:
+        what = f"{spec.family}, {spec.param_key} = {spec.param!r} on the domain {spec.domain[0]}..{spec.domain[1]}"
+    else:
+        where = "" if spec.domain is None else f" on the domain {spec.domain[0]}..{spec.domain[1]} ({spec.window})"
+        what = f"{spec.param_name} = {spec.param!r}, s = {spec.s}{where}"
     if _reports_input_unchanged(spec, target):
         raise ValueError(f"the mechanism ({what}) reports every input unchanged (probability 1 in double "
                          "precision): it gives no privacy")
@@ -329,5 +444,6 @@ _META = {
     "r2": _number(lambda v, k: check_nonnegative(v, k)),
 }
 
-#: Every key a spec file may hold (``lam`` for the Laplace family, ``sigma`` for the Gaussian).
-KEYS = ("family", "lam", "sigma", "s", "domain", "window", *_META)
+#: Every key a spec file may hold (``lam`` for the Laplace family, ``sigma`` for the Gaussian;
+#: ``mechanism_eps``, ``band`` and ``resolution`` in baseline specs).
+KEYS = ("family", "lam", "sigma", "s", "domain", "window", *_META, "mechanism_eps", "band", "resolution")

@@ -1,41 +1,21 @@
-r"""Baseline local randomizers as channels on a finite domain ``a..b``.
+r"""The classic full-support baselines (randomized response, geometric, discrete Gaussian) and
+the paper's sparse windows, as channels on ``a..b`` (see :mod:`sparseldp.baselines`).
 
-Every function returns a :class:`sparseldp.channel.SparseChannel` with inputs
-``a..b``, so baselines and the paper's sparse mechanisms are accounted by the
-same exact code (Theorems 2 and 8 for ``delta``, Theorems 1 and 7 for the pure
-epsilon).  All pmfs are built in log space in closed form; nothing is
-truncated except where a docstring says so and bounds the omitted mass.
-
-The full-support baselines (randomized response, geometric, discrete
-Gaussian) are dense ``k x k`` channels, ``k = b - a + 1``: memory is
-``O(k^2)`` (about 24 bytes per entry), meant for domains up to a few thousand
-values.  Being full-support, their pure epsilon is finite
-(:meth:`SparseChannel.pure_epsilon`).
-
-:data:`FAMILIES` maps a family name to ``(constructor, parameter name,
-parameter range)`` for the finite-domain designer and ``sparseldp compare``.
+All pmfs are built in log space in closed form; nothing is truncated except
+where a docstring says so and bounds the omitted mass.  The full-support
+baselines are dense ``k x k`` channels, ``k = b - a + 1``.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ._validation import check_nonnegative, check_positive
-from .channel import SparseChannel, check_domain, check_entries
+from .._validation import check_nonnegative, check_positive
+from ..channel import SparseChannel, check_domain, check_entries
 
-__all__ = [
-    "randomized_response",
-    "geometric",
-    "discrete_gaussian",
-    "sparse_laplace",
-    "sparse_gaussian",
-    "Family",
-    "FAMILIES",
-]
+__all__ = ["randomized_response", "geometric", "discrete_gaussian", "sparse_laplace", "sparse_gaussian"]
 
 _GEOMETRIC_MODES = ("clamp", "fold")
 # exp(-700) < 1e-304: the relative size of every mass left out of a discrete-Gaussian tail sum
@@ -45,9 +25,11 @@ _CHUNK = 1 << 20
 _SIGMA_MAX = 1e7
 
 
-def _dense_parts(k: int):
-    indptr = np.arange(k + 1, dtype=np.int64) * k
-    indices = np.tile(np.arange(k, dtype=np.int64), k)
+def _dense_parts(k: int, m: int | None = None):
+    """CSR ``indptr`` and ``indices`` of a dense ``k x m`` channel (``m = k`` by default)."""
+    m = k if m is None else m
+    indptr = np.arange(k + 1, dtype=np.int64) * m
+    indices = np.tile(np.arange(m, dtype=np.int64), k)
     return indptr, indices
 
 
@@ -231,47 +213,3 @@ def sparse_laplace(*, lam, s, domain, window="clipped") -> SparseChannel:
 def sparse_gaussian(*, sigma, s, domain, window="clipped") -> SparseChannel:
     """The paper's s-sparse Gaussian mechanism on ``a..b``: :meth:`SparseChannel.gaussian`."""
     return SparseChannel.gaussian(sigma=sigma, s=s, domain=domain, window=window)
-
-
-class Family(NamedTuple):
-    """One registry entry: ``constructor(**{param: value}, domain=..., [s=...])``.
-
-    ``param_range = (low, high)`` is the open interval of allowed values
-    (``eps`` of randomized response may also be 0).  Unpacks as a 3-tuple.
-    """
-
-    constructor: Callable[..., SparseChannel]
-    param: str
-    param_range: tuple[float, float]
-
-    @property
-    def takes_s(self) -> bool:
-        """Whether the constructor also needs the odd support size ``s``."""
-        return "s" in inspect.signature(self.constructor).parameters
-
-    @property
-    def more_private_when(self) -> str:
-        """``"smaller"`` or ``"larger"``: which way of the parameter adds privacy."""
-        return "larger" if self.param == "sigma" else "smaller"
-
-
-def _geometric_clamp(*, lam, domain) -> SparseChannel:
-    """:func:`geometric` with ``mode="clamp"``."""
-    return geometric(lam=lam, domain=domain, mode="clamp")
-
-
-def _geometric_fold(*, lam, domain) -> SparseChannel:
-    """:func:`geometric` with ``mode="fold"``."""
-    return geometric(lam=lam, domain=domain, mode="fold")
-
-
-_POS = (0.0, math.inf)
-
-FAMILIES: dict[str, Family] = {
-    "rr": Family(randomized_response, "eps", _POS),
-    "geometric-clamp": Family(_geometric_clamp, "lam", _POS),
-    "geometric-fold": Family(_geometric_fold, "lam", _POS),
-    "discrete-gaussian": Family(discrete_gaussian, "sigma", _POS),
-    "sparse-laplace": Family(sparse_laplace, "lam", _POS),
-    "sparse-gaussian": Family(sparse_gaussian, "sigma", _POS),
-}

@@ -1,0 +1,525 @@
+r"""Which mechanism should I deploy?  Every family at the same guarantee, measured the way users measure.
+
+For a target ``(eps, delta)`` on range ``H`` over a domain ``a..b``,
+:func:`compare` calibrates every family of :data:`COMPARE_FAMILIES` to the
+target (:mod:`sparseldp.compare.calibration`: every row is a channel on the
+domain certified by the same exact accountant, ``delta_star`` a rigorous
+upper bound ``<= delta``), simulates the reports of the same people through
+each (:mod:`sparseldp.compare.metrics`) and reports, per mechanism:
+
+* ``R1``, ``R2``: per-report distortion ``E|v(Y) - x|``, ``E(v(Y) - x)^2``
+  (``v`` the report's value on the input scale, the papers' unbiased estimate
+  for Piecewise, Hybrid and Duchi), exact, averaged over the input weights;
+* ``tv``, ``w1``: total-variation and Wasserstein-1 (domain units) distance
+  between the true histogram and the project's default frequency estimate
+  (:func:`sparseldp.estimation.estimate_frequencies`), and ``tv_ems``,
+  ``w1_ems`` with EMS (EM with smoothing, how the Square Wave's authors
+  estimate; stopped at an estimated ``1e-5`` in TV from its fixed point);
+* ``mean_rmse``: root-mean-square error of the estimated mean, estimated as
+  a deployment would (:mod:`sparseldp.compare.metrics`): the papers' unbiased
+  estimator for Piecewise, Hybrid and Duchi, the report mean for unbiased
+  channels -- both exact, no simulation -- else the mean of the EM (maximum
+  likelihood) estimate, over the trials, as :func:`sparseldp.estimate_mean`
+  does (``mean_rmse_estimate``: the RMSE of the default estimate's mean, for
+  every family);
+* ``quantile_error``: mean absolute error of the 10, 25, 50, 75 and 90%
+  quantiles of the default estimate (domain units).
+
+Truth: a simulated population of ``n`` people drawn from ``population``
+(default :func:`default_population`), fresh in every trial, or the user's own
+values (``data``: every trial re-privatizes the same people).  Every family
+sees the same people; ``rng`` seeds everything (``None``: the operating
+system's secure source, not reproducible; a seed is appropriate here because
+a simulation protects nothing), and each family's draws depend only on the
+seed, the trial and the family, not on which other families are compared.
+
+:meth:`Comparison.recommend` names the best mechanism for a metric with the
+numbers behind it; :meth:`Comparison.spec` writes the winner as a mechanism
+spec for ``sparseldp privatize``.  :func:`sparseldp.compare.sweep.sweep`
+repeats the comparison over several ``eps`` (the error-against-eps figure).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_bool, check_int
+from ..channel import check_domain
+from ..design.finite import _check_prior, _check_target
+from ..errors import InfeasibleError
+from ..estimation import ConvergenceWarning, estimate_frequencies_full
+from .calibration import SPARSE, TooLargeError, calibrate_family
+from .metrics import distortion, distribution_errors, exact_rmse, unbiased_mean_estimator, report_counts, \
+    simulate_counts
+
+__all__ = ["COMPARE_FAMILIES", "METRICS", "SHAPES", "Comparison", "ComparisonRow", "Recommendation", "compare",
+           "default_population", "population_shape", "format_params"]
+
+# Largest simulated population (the counts are drawn, so the cost does not grow with n; the cap keeps
+# every count and sum of counts far inside int64 and float64 integers).
+_N_MAX = 1 << 28
+_TRIALS_MAX = 10_000
+_EMS_MODES = ("all", "authors", "none")
+_METHODS = ("auto", "em", "ems", "inversion")
+# Families whose authors estimate the distribution with EMS.
+_EMS_AUTHORS = ("square-wave",)
+
+#: Families compared, in table order.
+COMPARE_FAMILIES = ("rr", "geometric-clamp", "geometric-fold", "discrete-gaussian", "sparse-laplace",
+                    "sparse-gaussian", "square-wave", "piecewise", "hybrid", "duchi")
+
+#: Metrics a recommendation can target: name -> (row attribute, description).  Smaller is better for all.
+METRICS = {
+    "w1": ("w1", "Wasserstein-1 error of the distribution (default estimator)"),
+    "tv": ("tv", "total-variation error of the distribution (default estimator)"),
+    "w1-ems": ("w1_ems", "Wasserstein-1 error of the distribution (EMS estimator)"),
+    "tv-ems": ("tv_ems", "total-variation error of the distribution (EMS estimator)"),
+    "mean": ("mean_rmse", "RMSE of the estimated mean"),
+    "quantile": ("quantile_error", "mean absolute error of the 10/25/50/75/90% quantiles"),
+    "r2": ("r2", "per-report distortion E(v(Y) - x)^2"),
+    "r1": ("r1", "per-report distortion E|v(Y) - x|"),
+}
+
+_LABELS = {
+    "rr": "k-ary randomized response",
+    "geometric-clamp": "geometric (discrete Laplace), clamped",
+    "geometric-fold": "geometric (discrete Laplace), folded",
+    "discrete-gaussian": "discrete Gaussian, clamped",
+    "sparse-laplace": "sparse Laplace (this paper)",
+    "sparse-gaussian": "sparse Gaussian (this paper)",
+    "square-wave": "Square Wave (Li et al. 2020)",
+    "piecewise": "Piecewise Mechanism (Wang et al. 2019)",
+    "hybrid": "Hybrid Mechanism (Wang et al. 2019)",
+    "duchi": "Duchi et al. one-bit (2013)",
+}
+
+
+def default_population(domain) -> np.ndarray:
+    """A smooth two-bump distribution on ``a..b``: bumps at 30% and 70% of the domain
+    (widths 8% and 15%, weights 1 and 0.6) over a 5% uniform floor."""
+
+    a, b = check_domain(domain)
+    k = b - a + 1
+    u = (np.arange(k) + 0.5) / k
+    p = np.exp(-0.5 * ((u - 0.3) / 0.08) ** 2) + 0.6 * np.exp(-0.5 * ((u - 0.7) / 0.15) ** 2)
+    p = p / p.sum()
+    return 0.95 * p + 0.05 / k
+
+
+def _normal(u, mu, sd):
+    w = np.exp(-0.5 * ((u - mu) / sd) ** 2)
+    return w / w.sum()
+
+
+#: Named population shapes for ``population=`` (and ``sparseldp compare --shape``), on ``u = (j + 1/2)/k``.
+SHAPES = {
+    "two-bump": "the default: bumps at 30% and 70% of the domain over a 5% uniform floor",
+    "uniform": "every value equally likely",
+    "normal": "a normal bump at the middle, standard deviation 15% of the domain",
+    "skewed": "a heavy right tail, weight (1 + u / 0.05)^-2.5",
+    "spiky": "70% a normal bump (middle, sd 15%) and 30% on the single value at 20% of the domain",
+}
+
+
+def population_shape(name: str, domain) -> np.ndarray:
+    """The distribution :data:`SHAPES` names, on ``a..b``; ``ValueError`` for an unknown name."""
+    if name not in SHAPES:
+        raise ValueError(f"population shape must be one of {', '.join(SHAPES)}; got {name!r}")
+    a, b = check_domain(domain)
+    k = b - a + 1
+    u = (np.arange(k) + 0.5) / k
+    if name == "two-bump":
+        return default_population(domain)
+    if name == "uniform":
+        return np.full(k, 1.0 / k)
+    if name == "normal":
+        return _normal(u, 0.5, 0.15)
+    if name == "skewed":
+        w = (1.0 + u / 0.05) ** -2.5
+        return w / w.sum()
+    p = 0.7 * _normal(u, 0.5, 0.15)
+    p[int(0.2 * k)] += 0.3
+    return p
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One family's result; ``error`` is set (and the numbers are None) when it could not be run.
+
+    ``mean_method`` says how the mean was estimated (``"unbiased (paper)"``,
+    ``"report mean"``: linear and unbiased, RMSE exact; ``"EM estimate"``: the
+    mean of the maximum-likelihood estimate, RMSE over the trials);
+    ``mean_rmse_estimate`` is the RMSE of the mean of the frequency estimate
+    behind ``w1`` (the default estimator) for every family.
+    """
+
+    family: str
+    label: str
+    params: dict | None = None
+    delta_star: float | None = None
+    r1: float | None = None
+    r2: float | None = None
+    support: float | None = None
+    tv: float | None = None
+    w1: float | None = None
+    tv_ems: float | None = None
+    w1_ems: float | None = None
+    mean_rmse: float | None = None
+    mean_method: str | None = None
+    mean_rmse_estimate: float | None = None
+    quantile_error: float | None = None
+    converged: bool | None = None
+    estimate: np.ndarray | None = field(default=None, repr=False)
+    estimate_ems: np.ndarray | None = field(default=None, repr=False)
+    channel: object = field(default=None, repr=False, compare=False)
+    note: str = field(default="", repr=False)
+    error: str | None = None
+
+    def metric(self, name: str) -> float | None:
+        """The value of a :data:`METRICS` entry (``None`` when not measured)."""
+        return getattr(self, METRICS[_check_metric(name)][0])
+
+    def to_dict(self) -> dict:
+        out = {"family": self.family, "label": self.label}
+        if self.error is not None:
+            out["error"] = self.error
+            return out
+        out.update({"params": self.params, "delta_star": self.delta_star, "r1": self.r1, "r2": self.r2,
+                    "mean_support": self.support, "tv": self.tv, "w1": self.w1, "tv_ems": self.tv_ems,
+                    "w1_ems": self.w1_ems, "mean_rmse": self.mean_rmse, "mean_method": self.mean_method,
+                    "mean_rmse_estimate": self.mean_rmse_estimate,
+                    "quantile_error": self.quantile_error, "em_converged": self.converged})
+        return out
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The best family for one metric, with the ranking behind it (smaller is better)."""
+
+    metric: str
+    winner: ComparisonRow
+    value: float
+    ranking: tuple[tuple[str, float], ...]
+
+    def describe(self) -> str:
+        """One sentence: the winner, its value and how far ahead of the runner-up it is."""
+        desc = METRICS[self.metric][1]
+        text = (f"best for {self.metric} ({desc}): {self.winner.family} ({format_params(self.winner.params)}), "
+                f"{self.value:.4g}")
+        if self.metric == "mean":
+            text += (f" (exact, {self.winner.mean_method})" if self.winner.mean_method != "EM estimate"
+                     else " (mean of the EM estimate, measured over the trials)")
+        if len(self.ranking) > 1:
+            name, val = self.ranking[1]
+            ratio = val / self.value if self.value > 0 else math.inf
+            text += f"; runner-up {name} {val:.4g} ({ratio:.3g}x)"
+        return text
+
+
+def _check_metric(metric) -> str:
+    if not isinstance(metric, str) or metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}; got {metric!r}")
+    return metric
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """All rows of a comparison, with the target and the simulation settings."""
+
+    eps: float
+    delta: float
+    H: int
+    domain: tuple[int, int]
+    n: int
+    seeded: bool
+    seed: int | None
+    true_histogram: np.ndarray = field(repr=False)
+    rows: tuple[ComparisonRow, ...]
+    trials: int = 1
+    source: str = "simulated population"
+
+    def row(self, family: str) -> ComparisonRow:
+        for r in self.rows:
+            if r.family == family:
+                return r
+        raise ValueError(f"family must be one of the compared families {[r.family for r in self.rows]}; "
+                         f"got {family!r}")
+
+    def ranking(self, metric: str) -> list[tuple[ComparisonRow, float]]:
+        """Rows with a finite value of ``metric``, best first (ties keep table order)."""
+        metric = _check_metric(metric)
+        vals = [(r, r.metric(metric)) for r in self.rows if r.error is None]
+        vals = [(r, float(v)) for r, v in vals if v is not None and math.isfinite(v)]
+        return sorted(vals, key=lambda rv: rv[1])
+
+    def recommend(self, metric: str) -> Recommendation:
+        """The family with the smallest ``metric`` (:data:`METRICS`); ``ValueError`` when none was measured."""
+        ranked = self.ranking(metric)
+        if not ranked:
+            raise ValueError(f"no compared family has a value for metric {metric!r}")
+        return Recommendation(metric, ranked[0][0], ranked[0][1], tuple((r.family, v) for r, v in ranked))
+
+    def spec(self, family: str):
+        """The mechanism spec (:mod:`sparseldp.spec`) of ``family``'s calibrated channel, with its target,
+        certificate and report distortion (``r1``, ``r2`` of the label, uniform over the domain, as the
+        spec loader recomputes them), ready for ``sparseldp privatize``."""
+        from ..spec import spec_from_channel
+
+        r = self.row(family)
+        if r.error is not None or r.channel is None:
+            raise ValueError(f"family {family!r} has no calibrated channel in this comparison: {r.error}")
+        ch = r.channel
+        return spec_from_channel(ch, eps=self.eps, delta=self.delta, H=self.H, delta_star=r.delta_star,
+                                 r1=float(np.mean(ch.distortion(1))), r2=float(np.mean(ch.distortion(2))))
+
+    def to_dict(self) -> dict:
+        return {"eps": self.eps, "delta": self.delta, "H": self.H, "domain": list(self.domain), "n": self.n,
+                "trials": self.trials, "truth": self.source, "seed": self.seed, "seeded": self.seeded,
+                "families": [r.to_dict() for r in self.rows]}
+
+    def figure(self):
+        """A matplotlib Figure: R2 and W1 per family, and the estimates against the truth."""
+        from .sweep import comparison_figure
+
+        return comparison_figure(self)
+
+    def render(self, fmt: str = "png") -> bytes:
+        """The figure as PNG or PDF bytes (no timestamps)."""
+        from .sweep import render_figure
+
+        return render_figure(self.figure(), fmt)
+
+
+def _generator(rng):
+    """A numpy Generator for the simulation and whether it is seeded (reproducible)."""
+    if rng is None:
+        return np.random.default_rng(), False, None  # fresh OS entropy
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got bool {rng!r}")
+    if isinstance(rng, (int, np.integer)):
+        seed = check_int(rng, "rng", minimum=0)
+        return np.random.default_rng(seed), True, seed
+    if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng), True, None
+    raise TypeError(
+        f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__} {rng!r}"[:300]
+    )
+
+
+def _check_data(data, domain) -> np.ndarray:
+    """Counts per domain value from ``data``: integer values in the domain, or ``(offset, counts)``."""
+    a, b = domain
+    k = b - a + 1
+    allowed = ("data must be a 1-D array of integer values in the domain, or a pair (offset, counts) as "
+               "returned by sparseldp.io.column_counts")
+    if isinstance(data, tuple) and len(data) == 2 and np.ndim(data[1]) == 1:
+        offset = check_int(data[0], "data offset")
+        counts = np.asarray(data[1])
+        if counts.dtype.kind not in "iu" or (counts < 0).any():
+            raise ValueError(f"{allowed}; the counts must be integers >= 0")
+        values = np.arange(offset, offset + counts.size)
+        if counts.size and (values[counts > 0].min(initial=a) < a or values[counts > 0].max(initial=b) > b):
+            raise ValueError(f"{allowed}; values with counts lie outside the domain {a}..{b}")
+        out = np.zeros(k, dtype=np.int64)
+        inside = (values >= a) & (values <= b)
+        out[values[inside] - a] = counts[inside]
+    else:
+        if isinstance(data, (str, bytes)) or not isinstance(data, (np.ndarray, list, tuple)):
+            raise TypeError(f"{allowed}; got {type(data).__name__}")
+        arr = np.asarray(data)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+            raise TypeError(f"{allowed}; got an array of dtype {arr.dtype} and shape {arr.shape}")
+        if arr.size and (arr.min() < a or arr.max() > b):
+            bad = arr[(arr < a) | (arr > b)][0]
+            raise ValueError(f"data values must lie in the domain {a}..{b}; got {int(bad)}")
+        out = np.bincount(arr.astype(np.int64) - a, minlength=k).astype(np.int64)
+    if out.sum() < 1:
+        raise ValueError(f"{allowed}; got no values")
+    return out
+
+
+def _check_families(families) -> tuple[str, ...]:
+    if families is None:
+        return COMPARE_FAMILIES
+    if isinstance(families, (str, bytes)) or not isinstance(families, Iterable):
+        raise TypeError(f"families must be an iterable of names from {list(COMPARE_FAMILIES)}; "
+                        f"got {type(families).__name__} {families!r}")
+    families = tuple(families)
+    for f in families:
+        if f not in COMPARE_FAMILIES:
+            raise ValueError(f"families must be names from {list(COMPARE_FAMILIES)}; got {f!r}")
+    return families
+
+
+# EMS stops when its estimated distance to its fixed point is below this (total variation): three orders of
+# magnitude under the statistical error of any simulation here, and 3 to 5 times fewer steps than its default.
+_EMS_TOL = 1e-5
+
+
+def _estimate(rc, ch, domain, method=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # reported in the row instead
+        if method is None:  # the project's default estimator, whatever it is, with its defaults
+            return estimate_frequencies_full(rc, ch, domain=domain, counts=True)
+        tol = _EMS_TOL if method == "ems" else None
+        return estimate_frequencies_full(rc, ch, domain=domain, counts=True, method=method, tol=tol)
+
+
+def compare(*, eps, delta, H, domain, n=None, population=None, data=None, families=None, rng=None,
+            objective="r2", window="extended", pure_at_eps=False, trials=1, ems="all", method=None,
+            progress=None) -> Comparison:
+    r"""Calibrate every family to ``(eps, delta)`` on range ``H`` and measure them (module docstring).
+
+    Parameters
+    ----------
+    eps, delta, H, domain
+        The target and the finite input domain ``(a, b)``.
+    n : int >= 1, optional
+        Simulated population size (default 100,000); not with ``data``.
+    population : array of ``b - a + 1`` weights, or a name of :data:`SHAPES`, optional
+        Input distribution of the simulated population (default
+        :func:`default_population`); also the weights of ``R1``/``R2`` and of
+        the sparse designs' objective (uniform when not given).
+    data : integer array, or ``(offset, counts)``, optional
+        The user's own values (e.g. :func:`sparseldp.io.column_counts` of a
+        column): the truth is their histogram, re-privatized in every trial;
+        it also weights ``R1``/``R2`` and the designs.  Not with ``population`` or ``n``.
+    families : iterable of str, optional
+        Subset of :data:`COMPARE_FAMILIES` (default: all).
+    rng : None, int or numpy Generator
+        Simulation randomness: ``None`` is the OS's secure source (not
+        reproducible); a seed makes the comparison reproducible.
+    objective : {"r2", "r1"}
+        What the sparse families' designs minimize.
+    window : {"extended", "clipped"}
+        The sparse families' windows (:mod:`sparseldp.compare.calibration`).
+    pure_at_eps : bool
+        Run the pure-epsilon families at ``eps`` instead of calibrating their
+        own epsilon to ``(eps, delta, H)``.
+    trials : int >= 1
+        Independent repetitions of the privatization (errors are averaged;
+        the mean's RMSE is over the trials unless exact).
+    ems : {"all", "authors", "none"}
+        Which families also get the EMS estimate (``"authors"``: Square Wave only).
+    method : str, optional
+        The frequency estimator behind ``tv``, ``w1`` and ``quantile_error``
+        (a ``method`` of :func:`sparseldp.estimation.estimate_frequencies`);
+        ``None``, the default, is that function's own default.
+    progress : callable(str), optional
+        Called with each family's name before it is processed.
+
+    Returns
+    -------
+    Comparison
+        A family that cannot meet the target, or whose channel is too large
+        to simulate, gets a row with ``error`` set.
+    """
+    eps, delta, H, domain = _check_target(eps, delta, H, domain)
+    a, b = domain
+    k = b - a + 1
+    if data is not None and (population is not None or n is not None):
+        raise ValueError("data gives the people themselves: it cannot be combined with population or n")
+    trials = check_int(trials, "trials", minimum=1, maximum=_TRIALS_MAX)
+    pure_at_eps = check_bool(pure_at_eps, "pure_at_eps")
+    if window not in ("extended", "clipped"):
+        raise ValueError(f"window must be 'extended' or 'clipped'; got {window!r}")
+    if ems not in _EMS_MODES:
+        raise ValueError(f"ems must be one of {', '.join(_EMS_MODES)}; got {ems!r}")
+    if method is not None and method not in _METHODS:
+        raise ValueError(f"method must be None or one of {', '.join(_METHODS)}; got {method!r}")
+    families = _check_families(families)
+    gen, seeded, seed = _generator(rng)
+    entropy = int(gen.integers(1 << 62))
+    if data is not None:
+        fixed = _check_data(data, domain)
+        n = int(fixed.sum())
+        weights = fixed / n
+        prior, source = weights, "data"
+        truths = [fixed] * trials
+    else:
+        n = check_int(100_000 if n is None else n, "n", minimum=1, maximum=_N_MAX)
+        if isinstance(population, str):
+            population = population_shape(population, domain)
+        given = None if population is None else _check_prior(population, k, "population")
+        pop = given if given is not None else default_population(domain)
+        weights = given if given is not None else np.full(k, 1.0 / k)
+        prior, source = given, "simulated population"
+        truths = [np.random.default_rng([entropy, t, 1 << 20]).multinomial(n, pop) for t in range(trials)]
+    values = np.arange(a, b + 1, dtype=np.int64)
+    truth_p = [c / n for c in truths]
+    rows = []
+    for name in families:
+        if progress is not None:
+            progress(name)
+        label = _LABELS[name] + (f", {window} windows" if name in SPARSE else "")
+        try:
+            cal = calibrate_family(name, eps=eps, delta=delta, H=H, domain=domain, window=window,
+                                   objective=objective, prior=prior, pure_at_eps=pure_at_eps)
+        except (InfeasibleError, TooLargeError) as exc:
+            rows.append(ComparisonRow(name, label, error=str(exc)))
+            continue
+        rows.append(_measure(name, label, cal, domain, values, truths, truth_p, weights, n, entropy,
+                             ems == "all" or (ems == "authors" and name in _EMS_AUTHORS), method))
+    last = truth_p[-1]
+    last.setflags(write=False)
+    return Comparison(eps, delta, H, domain, n, seeded, seed, last, tuple(rows), trials, source)
+
+
+def _measure(name, label, cal, domain, values, truths, truth_p, weights, n, entropy, with_ems,
+             method) -> ComparisonRow:
+    ch = cal.channel
+    fam_id = COMPARE_FAMILIES.index(name)
+    r1, r2 = distortion(ch, weights, domain)
+    linear = unbiased_mean_estimator(ch, domain)
+    errs, errs_ems, mean_sq, em_sq = [], [], [], []
+    converged = True
+    est = ems_est = None
+    for t, (c_in, p_true) in enumerate(zip(truths, truth_p)):
+        gen = np.random.default_rng([entropy, t, fam_id])
+        rc = report_counts(ch, simulate_counts(ch, c_in, gen, domain))
+        est = _estimate(rc, ch, domain, method)
+        converged = converged and bool(est.converged)
+        errs.append(distribution_errors(est.p, p_true, values))
+        true_mean = float(p_true @ values)
+        mean_sq.append((float(est.p @ values) - true_mean) ** 2)
+        if linear is None:  # the mean as sparseldp.estimate_mean makes it for a biased channel: EM's
+            em = est if est.method == "em" else _estimate(rc, ch, domain, "em")
+            em_sq.append((float(em.p @ values) - true_mean) ** 2)
+        if with_ems:
+            ems_est = _estimate(rc, ch, domain, "ems")
+            errs_ems.append(distribution_errors(ems_est.p, p_true, values))
+    rmse_est = math.sqrt(float(np.mean(mean_sq)))
+    if linear is None:
+        mean_rmse, mean_method = math.sqrt(float(np.mean(em_sq))), "EM estimate"
+    else:
+        _, var, mean_method = linear
+        mean_rmse = exact_rmse(var, weights, n)
+    avg = lambda rows, key: float(np.mean([e[key] for e in rows])) if rows else None  # noqa: E731
+    return ComparisonRow(
+        name, label, params=dict(cal.params), delta_star=cal.delta_star, r1=r1, r2=r2,
+        support=float(np.diff(ch.matrix.indptr).mean()), tv=avg(errs, "tv"), w1=avg(errs, "w1"),
+        tv_ems=avg(errs_ems, "tv"), w1_ems=avg(errs_ems, "w1"), mean_rmse=mean_rmse, mean_method=mean_method,
+        mean_rmse_estimate=rmse_est, quantile_error=avg(errs, "quantile"), converged=converged,
+        estimate=np.array(est.p),
+        estimate_ems=None if ems_est is None else np.array(ems_est.p), channel=ch, note=cal.note)
+
+
+def _fmt_params(params: dict) -> str:
+    parts = []
+    for key, val in params.items():
+        if isinstance(val, str):
+            parts.append(f"{key}={val}")
+        else:
+            parts.append(f"{key}={val}" if isinstance(val, (int, np.integer)) else f"{key}={val:.4g}")
+    return ", ".join(parts)
+
+
+def format_params(params: dict | None) -> str:
+    """``lam=0.2247, s=59`` for tables."""
+    return "-" if params is None else _fmt_params(params)
+
