@@ -18,7 +18,8 @@ Estimator behind W1: the project's default (``estimate_frequencies``'s
 fits and one EM fit already takes 0.5-4 minutes there on the shared machine.
 Trials: TRIALS_SMALL for k <= 100, 1 for k = 1000; the mean's RMSE is exact
 for the linear unbiased estimators (Piecewise, Hybrid, Duchi, extended
-windows) and measured over the trials for the others (mean of the EM estimate).
+windows) and measured over MEAN_TRIALS_SMALL / MEAN_TRIALS_LARGE trials for
+the others (mean of the EM estimate, as ``sparseldp.estimate_mean``).
 
 Environment: COMPARE_GRID_QUICK=1 runs eps = 1, k = 16 only (a smoke test);
 COMPARE_GRID_CACHE=path keeps finished targets in a JSON file and resumes
@@ -41,6 +42,11 @@ DELTA = 1e-6
 N = 10_000
 SEED = 2026
 TRIALS_SMALL = 3
+# Trials for the mean's RMSE where it is measured (EM means): relative standard error about 1/sqrt(2 T).
+MEAN_TRIALS_SMALL = 20
+MEAN_TRIALS_LARGE = 10
+# A runner-up within this factor of the winner is marked as a near tie (within the simulation's noise).
+TIE = 1.1
 CLIPPED_MAX_K = 100
 
 
@@ -54,7 +60,7 @@ def _target(eps, k, H):
     small = k <= CLIPPED_MAX_K
     trials = TRIALS_SMALL if small else 1
     common = dict(eps=eps, delta=DELTA, H=H, domain=(0, k - 1), n=N, rng=SEED, trials=trials, ems="authors",
-                  method=None if small else "em")
+                  method=None if small else "em", mean_trials=MEAN_TRIALS_SMALL if small else MEAN_TRIALS_LARGE)
     t0 = time.perf_counter()
     res = compare(**common)
     rows = {r.family: r for r in res.rows}
@@ -62,7 +68,7 @@ def _target(eps, k, H):
         clipped = compare(families=["sparse-laplace", "sparse-gaussian"], window="clipped", **common)
         rows.update({f"{r.family}/clipped": r for r in clipped.rows})
     out = {"eps": eps, "k": k, "H": H, "trials": trials, "seconds": time.perf_counter() - t0, "families": {},
-           "estimator": "default" if small else "em"}
+           "estimator": "default" if small else "em", "mean_trials": common["mean_trials"]}
     for name, r in rows.items():
         out["families"][name] = ({"error": r.error} if r.error is not None else
                                  {"w1": r.w1, "w1_ems": r.w1_ems, "mean": r.mean_rmse, "mean_method": r.mean_method,
@@ -80,7 +86,8 @@ def _cell(ranked, i):
     if len(ranked) <= i:
         return "-"
     name, v = ranked[i]
-    return f"{name} {v:.3g}"
+    tie = i == 1 and ranked[0][1] > 0 and v <= TIE * ranked[0][1]
+    return f"{name} {v:.3g}" + (" (tie)" if tie else "")
 
 
 def _markdown(results) -> str:
@@ -92,10 +99,12 @@ def _markdown(results) -> str:
         "certified by the same exact accountant.  W1: Wasserstein-1 error (domain units) of the frequency "
         "estimate (the project's default estimator for k <= 100, the EM maximum-likelihood estimate for k = 1000, "
         "where the default's cross-validation is too slow to run 120 times); mean: RMSE of the estimated mean "
-        "(exact for linear unbiased estimators, else over the trials); "
+        f"(exact for linear unbiased estimators, else over {MEAN_TRIALS_SMALL} trials for k <= 100 and "
+        f"{MEAN_TRIALS_LARGE} for k = 1000, marked `~`); "
         "SW+EMS: Square Wave's W1 with EMS, as its authors estimate.  Sparse rows: extended windows from "
-        "`design()`, and `/clipped` the clipped-window designs (k <= 100 only).  A `~` marks a mean measured over "
-        "the trials (mean of the default estimate).",
+        "`design()`, and `/clipped` the clipped-window designs (k <= 100 only).  `~`: the mean of the EM estimate, "
+        "its RMSE measured over the trials (relative standard error about 1/sqrt(2T)).  `(tie)`: the runner-up is "
+        f"within {TIE:g}x of the winner, inside the noise of 1-3 simulated trials.",
         "",
         "| eps | k | H | W1: winner | W1: runner-up | SW+EMS W1 | mean: winner | mean: runner-up | W1 estimator, "
         "trials | s |",
@@ -112,8 +121,8 @@ def _markdown(results) -> str:
         lines.append(f"| {r['eps']:g} | {r['k']} | {r['H']} | {_cell(w1, 0)} | {_cell(w1, 1)} | "
                      f"{'-' if sw is None else f'{sw:.3g}'} | {_cell(mean, 0)}{tilde(mean, 0)} | "
                      f"{_cell(mean, 1)}{tilde(mean, 1)} | {r['estimator']}, {r['trials']} | {r['seconds']:.0f} |")
-    not_run = sorted({f"{name} at (eps={r['eps']:g}, k={r['k']}, H={r['H']}): {f['error'][:90]}"
-                      for r in results for name, f in r["families"].items() if "error" in f})
+    not_run = [f"{name} at (eps={r['eps']:g}, k={r['k']}, H={r['H']}): {f['error']}"
+               for r in results for name, f in r["families"].items() if "error" in f]
     # wins per family
     wins = {}
     for r in results:
@@ -128,6 +137,8 @@ def _markdown(results) -> str:
     if not_run:
         lines += ["", "Rows not run (infeasible target or channel too large to simulate):", ""]
         lines += [f"- {s}" for s in not_run]
+    total = sum(r["seconds"] for r in results)
+    lines += ["", f"Run time {total / 60:.0f} minutes (one run on the shared 2-core machine; column s per target)."]
     return "\n".join(lines) + "\n"
 
 

@@ -87,6 +87,15 @@ def test_seeded_reproducible_and_independent_of_the_other_families(result):
     assert result.seeded and result.seed == 11
 
 
+def test_mean_trials_measure_only_the_em_means():
+    kw = dict(**TARGET, n=500, rng=9, ems="none", method="em", families=["geometric-clamp", "duchi"])
+    one, many = compare(**kw), compare(**kw, mean_trials=12)
+    assert many.mean_trials == 12 and many.to_dict()["mean_trials"] == 12
+    assert many.rows[0].w1 == one.rows[0].w1  # the distribution errors use the first trial only
+    assert many.rows[0].mean_rmse != one.rows[0].mean_rmse  # over 12 EM fits instead of 1
+    assert many.rows[1].mean_rmse == one.rows[1].mean_rmse  # Duchi's is exact
+
+
 def test_exact_mean_rmse_matches_simulation():
     """The linear estimator's exact RMSE against 400 simulated populations (chi-square bounds, FPR 2e-6)."""
     dom, n, T = (0, 11), 300, 400
@@ -159,6 +168,7 @@ def test_population_shapes():
     (dict(ems="some"), ValueError, "ems must be one of all, authors, none"),
     (dict(trials=0), ValueError, "trials must be an integer in"),
     (dict(method="mle"), ValueError, "method must be None or one of auto, em, ems, inversion"),
+    (dict(trials=3, mean_trials=2), ValueError, "mean_trials must be an integer in \\[3, "),
     (dict(families=["laplace"]), ValueError, "families must be names from"),
     (dict(population=[1, 2, 3]), ValueError, "population must be an array of 12"),
     (dict(rng=1.5), TypeError, "rng must be None, an int seed"),

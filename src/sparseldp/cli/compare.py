@@ -21,8 +21,8 @@ mechanism spec for ``sparseldp privatize``.
   (``--data FILE --column NAME``: its values are the truth, re-privatized in
   every trial; each value must lie in ``--domain``).
 * ``--trials T`` repeats the privatization (errors averaged); the mean's RMSE
-  is exact for mechanisms with a linear unbiased estimator, else over the
-  trials.  ``--seed`` makes everything reproducible (a simulation protects
+  is exact for mechanisms with a linear unbiased estimator, else over
+  ``--mean-trials`` trials (default ``T``; the extra ones fit only EM).  ``--seed`` makes everything reproducible (a simulation protects
   nothing); without it the OS's secure source is used.
 * ``--window extended|clipped`` chooses the sparse designs' windows
   (``extended``, the default: :func:`sparseldp.design.design`, fast;
@@ -93,6 +93,8 @@ def compare_command(
         "--data", help="Use the values of --column in this CSV/Parquet file as the truth.")] = None,
     column: Annotated[Optional[str], typer.Option("--column", "-c", help="The column of --data.")] = None,
     trials: Annotated[int, typer.Option("--trials", help="Repetitions of the privatization (errors averaged).")] = 1,
+    mean_trials: Annotated[Optional[int], typer.Option(
+        "--mean-trials", help="Repetitions for the mean's RMSE where it is measured (EM means); >= --trials.")] = None,
     seed: Annotated[Optional[int], typer.Option("--seed", help="Seed the simulation (reproducible).")] = None,
     families: Annotated[Optional[str], typer.Option(
         "--families", help="Comma-separated subset, e.g. rr,sparse-laplace,square-wave (default: all).")] = None,
@@ -130,6 +132,8 @@ def compare_command(
     if seed is not None and seed < 0:
         raise ValueError(f"--seed must be an integer >= 0; got {seed}")
     check_int(trials, "--trials", minimum=1, maximum=10_000)
+    if mean_trials is not None:
+        check_int(mean_trials, "--mean-trials", minimum=trials, maximum=10_000)
     if (data is None) != (column is None):
         raise ValueError("--data FILE and --column NAME go together: the column of the file is the truth")
     if data is not None and n is not None:
@@ -164,17 +168,17 @@ def compare_command(
             raise ValueError(f"column {column!r} of {str(data)!r} has no values")
         truth = (offset, counts)
     _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, window, pure_at_eps, objective, plot,
-         plot_fmt, eps_list, as_json, column, shape, method)
+         plot_fmt, eps_list, as_json, column, shape, method, mean_trials)
 
 
 def _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, window, pure_at_eps, objective, plot,
-         plot_fmt, eps_list, as_json, column, shape, method):
+         plot_fmt, eps_list, as_json, column, shape, method, mean_trials):
     from ..compare import compare, format_params
     from ..compare.sweep import sweep
     from ..spec import save_spec
 
     kw = dict(families=fams, rng=seed, objective=objective, window=window, pure_at_eps=pure_at_eps, trials=trials,
-              method=method)
+              method=method, mean_trials=mean_trials)
     if truth is not None:
         kw["data"] = truth
     else:
@@ -243,9 +247,11 @@ def _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, windo
             console.print(f"{r.family}: {r.error}", soft_wrap=True)
     console.print("[bold]Recommendation:[/] " + escape(rec.describe()), soft_wrap=True)
     measured = metric not in ("r1", "r2") and not (metric == "mean" and rec.winner.mean_method != "EM estimate")
-    if measured and trials < 10:
-        console.print(f"(measured on {trials} simulated trial{'s' if trials > 1 else ''}: use --trials 20 or more "
-                      "for a stable ranking)", soft_wrap=True, style="dim")
+    used = result.mean_trials if metric == "mean" else trials
+    if measured and used < 10:
+        flag = "--mean-trials" if metric == "mean" else "--trials"
+        console.print(f"(measured on {used} simulated trial{'s' if used > 1 else ''}: use {flag} 20 or more for a "
+                      "stable ranking)", soft_wrap=True, style="dim")
     if metric in ("w1", "tv"):
         alt = result.ranking(metric + "-ems")
         if alt and alt[0][1] < rec.value:
