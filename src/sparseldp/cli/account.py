@@ -196,8 +196,10 @@ def _account_spec(path, eps, H, as_json: bool, summary: bool) -> None:
         print_json(out)
         return
     console = stdout_console()
-    console.print(f"Sparse {spec.family} ({spec.param_name} = {spec.param:g}, s = {spec.s}) on the domain "
-                  f"{spec.domain[0]}..{spec.domain[1]} ({spec.window} windows), exact Theorem 2 accounting", soft_wrap=True)
+    what = (f"Baseline {spec.family} ({spec.param_name} = {spec.param:g})" if spec.baseline else
+            f"Sparse {spec.family} ({spec.param_name} = {spec.param:g}, s = {spec.s}, {spec.window} windows)")
+    console.print(f"{what} on the domain {spec.domain[0]}..{spec.domain[1]}, exact Theorem 2 accounting",
+                  soft_wrap=True)
     console.print(f"delta_star = {fmt(upper, 10)}  (max over input pairs at most H = {H} apart"
                   + ("" if worst.x is None else f", attained at (x, x') = ({int(worst.x)}, {int(worst.x_prime)}): "
                      f"support leakage {fmt(worst.support_leakage)} + overlap {fmt(worst.overlap)}") + ")",
