@@ -263,17 +263,7 @@ def test_a_gaussian_mechanism_without_domain():
 # -- the command line ---------------------------------------------------------------------------
 
 
-def run(capsys, *argv):
-    rc = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_error(capsys, *argv) -> str:
-    rc, _, err = run(capsys, *argv)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: "), (rc, err)
-    return lines[0]
+from test_cli_contract import one_error, run  # noqa: E402  (the one CLI-run helper pair)
 
 
 @pytest.fixture

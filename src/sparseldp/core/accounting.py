@@ -564,6 +564,12 @@ def epsilon_for_delta(kernel, delta: float, H: int, *, rtol: float = 1e-12) -> f
             break
         lo = cand
         step *= 4.0
+    return float(_bisect_certified(upper, delta, lo, hi, rtol))
+
+
+def _bisect_certified(upper, delta: float, lo: float, hi: float, rtol: float) -> float:
+    """Bisect ``[lo, hi]`` (``upper(hi) <= delta < upper(lo)``) to ``hi - lo <= rtol * hi``; return the
+    certified end ``hi`` (every returned eps has ``upper(eps) <= delta``)."""
     for _ in range(200):
         if hi - lo <= rtol * max(hi, 1e-300):
             break
@@ -572,7 +578,7 @@ def epsilon_for_delta(kernel, delta: float, H: int, *, rtol: float = 1e-12) -> f
             hi = mid
         else:
             lo = mid
-    return float(hi)
+    return hi
 
 
 def _lsub(x: float, y: float) -> float:
@@ -689,15 +695,7 @@ def _epsilon_segments(kernel, delta: float, h: int, rtol: float):
         lo, step = hi, 4.0 * step
     else:
         return None
-    for _ in range(200):
-        if hi - lo <= rtol * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if upper(mid) <= delta:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _bisect_certified(upper, delta, lo, hi, rtol)
 
 
 def certified_delta_star(kernel, eps, H: int, delta: float) -> float:
