@@ -8,6 +8,7 @@ against a dense brute force; pure epsilon against the known closed forms.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -270,6 +271,7 @@ from scipy import stats  # noqa: E402
 from sparseldp.baselines import (  # noqa: E402
     EPS_STAR,
     closed_form_variance,
+    construction,
     duchi,
     estimator_variance,
     hybrid,
@@ -522,3 +524,125 @@ def test_baseline_spec_refused(tmp_path, doc, needle):
     path.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
         load_spec(path)
+
+
+# ---------------------------------------------------------------------------
+# the O(n K) certificate of full-support channels, on every baseline family
+# ---------------------------------------------------------------------------
+def mp_numeric(name, eps, domain, ch):
+    """The numeric mechanisms from the papers' formulas in 60-digit arithmetic (exact for rr, Square Wave
+    and Piecewise: their constructions are these formulas; Duchi and Hybrid: within a few ulp)."""
+    import mpmath
+
+    a, b = domain
+    k = b - a + 1
+    e = mpmath.exp(mpmath.mpf(eps))
+    if name == "rr":
+        return [[e / (e + k - 1) if i == j else 1 / (e + k - 1) for j in range(k)] for i in range(k)]
+    if name == "square-wave":
+        band = ch._meta["band"]
+        p = e / ((2 * band + 1) * e + k - 1)
+        return [[p if abs(j - band - i) <= band else p / e for j in range(k + 2 * band)] for i in range(k)]
+    du = []
+    for i in range(k):
+        plus = mpmath.mpf(1) / 2 + (-1 + mpmath.mpf(2 * i) / (k - 1)) * (e - 1) / (2 * (e + 1))
+        du.append([1 - plus, plus])
+    B = ch._meta.get("B")
+    pm = None
+    if B is not None:
+        m = (k - 1) + B
+        P = e / (B * e + m - B)
+        pm = [[P if i <= j < i + B else P / e for j in range(m)] for i in range(k)]
+    if name == "piecewise":
+        return pm
+    if name == "duchi" or pm is None:
+        return du
+    al = 1 - mpmath.exp(-mpmath.mpf(eps) / 2)
+    return [[(1 - al) * du[i][0]] + [al * v for v in pm[i]] + [(1 - al) * du[i][1]] for i in range(k)]
+
+
+def mp_pair_defects(P, eps_list):
+    """``{(i, j): [Delta_eps(i, j) for eps in eps_list]}`` over all ordered pairs, 60 digits."""
+    import mpmath
+
+    us = [mpmath.exp(mpmath.mpf(float(e))) for e in eps_list]
+    return {(i, j): [mpmath.fsum(max(p - u * q, 0) for p, q in zip(P[i], P[j])) for u in us]
+            for i in range(len(P)) for j in range(len(P)) if i != j}
+
+
+FAST = [("rr", 1.0), ("square-wave", 1.0), ("piecewise", 0.8), ("hybrid", 1.5), ("hybrid", 0.4),
+        ("duchi", 1.2), ("geometric-clamp", 0.3), ("geometric-fold", 0.3), ("discrete-gaussian", 2.0)]
+
+
+@pytest.mark.parametrize("name, p", FAST, ids=[f"{n}-{p}" for n, p in FAST])
+def test_fast_certificate_is_never_below_the_exact_defect(name, p):
+    """Below, at and above the design eps, on several ranges: fast >= exact, and delta_star_upper (which
+    takes the fast bound where it is no looser than the pair scan) too."""
+    import mpmath
+
+    domain = (0, 9)
+    ch = build(name, p, domain)
+    numeric = FAMILIES[name].param == "eps"
+    eps_list = [0.5 * p, p * (1 - 1e-9), p, 1.3 * p] if numeric else [0.5, 1.0, 2.0]
+    with mpmath.workdps(60):
+        if numeric:
+            P = mp_numeric(name, p, domain, ch)
+            np.testing.assert_allclose(ch.matrix.toarray(), np.array(P, dtype=float), rtol=1e-12)
+            D = mp_pair_defects(P, eps_list)
+        else:  # float reference (push_noise): the bound's slack (~1e-14) dwarfs its rounding
+            D = mp_pair_defects(reference(name, p, domain).tolist(), eps_list)
+        for H in (None, 1, 3):
+            fast = ch.delta_star_upper_fast(eps_list, H)
+            up = ch.delta_star_upper(eps_list, H)
+            for k_, eps in enumerate(eps_list):
+                exact = max(d[k_] for (i, j), d in D.items() if H is None or abs(i - j) <= H)
+                assert fast[k_] >= exact and up[k_] >= exact, (H, eps, fast[k_], up[k_], exact)
+            if name in ("rr", "square-wave", "piecewise"):
+                # the constructor proves the exact pure epsilon: certified 0 at the design eps
+                assert fast[2] == 0.0 == up[2] and ch.pure_epsilon_upper(H) == p
+                if H is None:
+                    assert fast[1] > 0.0  # a hair below it the defect is positive, and so is the bound
+
+
+def test_restricted_channel_keeps_its_estimates_and_has_no_spec():
+    ch = hybrid(eps=1.5, domain=(0, 20))
+    part = ch.to_channel((5, 12))
+    np.testing.assert_array_equal(report_estimates(part), report_estimates(ch))
+    np.testing.assert_allclose(part.matrix @ report_estimates(part), part.inputs, atol=1e-10)
+    with pytest.raises(ValueError, match="restricted to the inputs 5..12"):
+        construction(part)
+
+
+def test_spec_at_the_design_eps_pure_or_refused_with_what_holds(tmp_path):
+    from sparseldp.spec import spec_from_channel
+
+    # Piecewise, Square Wave, rr: exactly pure at their own eps, so delta = 0 is certified
+    for ch in (piecewise(eps=1.0, domain=(0, 30)), square_wave(eps=1.0, domain=(0, 30)),
+               randomized_response(eps=1.0, domain=(0, 30))):
+        assert spec_from_channel(ch, eps=1.0, H=30, delta=0.0).guarantee.delta == 0.0
+    # Hybrid: pure 1-LDP only up to the rounding of its log weights; the refusal says what holds instead
+    ch = hybrid(eps=1.0, domain=(0, 30))
+    with pytest.raises(ValueError) as info:
+        spec_from_channel(ch, eps=1.0, H=30, delta=0.0)
+    msg = str(info.value)
+    assert "does not hold" in msg and "up to rounding" in msg
+    delta = float(re.search(r"record a delta of at least ([0-9.e+-]+)", msg).group(1))
+    eps = float(re.search(r"or eps = ([0-9.]+) \(its certified pure epsilon\)", msg).group(1))
+    assert 0 < delta < 1e-12 and 1.0 < eps < 1.0 + 1e-11
+    assert spec_from_channel(ch, eps=1.0, H=30, delta=delta).guarantee.delta <= delta
+    assert spec_from_channel(ch, eps=eps, H=30, delta=0.0).guarantee.delta == 0.0
+
+
+def test_spec_claims_checked_by_the_fast_certificate(tmp_path):
+    from sparseldp.spec import load_spec, save_spec, spec_from_channel
+
+    ch = piecewise(eps=1.0, domain=(0, 40))
+    exact = float(ch.delta_star(0.9))
+    spec = spec_from_channel(ch, eps=0.9, H=40, delta=exact * 1.001)
+    assert exact <= spec.guarantee.delta <= exact * 1.001
+    path = tmp_path / "pm.json"
+    save_spec(spec, path)
+    assert load_spec(path).guarantee == spec.guarantee
+    for claim in ({"delta": exact * 0.99}, {"delta": 1e-3, "delta_star": exact * 0.99}):
+        with pytest.raises(ValueError, match="does not hold"):
+            spec_from_channel(ch, eps=0.9, H=40, **claim)

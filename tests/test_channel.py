@@ -566,3 +566,71 @@ def test_constructor_errors(kwargs, exc, match):
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------
+# the O(n K) bound for rows that share one support (delta_star_upper_fast)
+# ---------------------------------------------------------------------------
+def mp_delta(W, x, eps, H):
+    """The exact delta*(eps; H) of the channel W normalized exactly (60 digits; every double converts exactly)."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        rows = [[mpmath.mpf(float(w)) for w in r] for r in W]
+        P = [[w / mpmath.fsum(r) for w in r] for r in rows]
+        u = mpmath.exp(mpmath.mpf(float(eps)))
+        best = mpmath.mpf(0)
+        for i, j in pairs_in_range(x, H):
+            best = max(best, mpmath.fsum(max(p - u * q, 0) for p, q in zip(P[i], P[j])))
+        return best
+
+
+@st.composite
+def full_support_channels(draw):
+    n = draw(st.integers(2, 6))
+    m = draw(st.integers(1, 6))
+    W = np.array(draw(st.lists(st.floats(1e-3, 10.0), min_size=n * m, max_size=n * m))).reshape(n, m)
+    if draw(st.booleans()):  # rows that are permutations of one row: exact ties in the log ratios
+        W = np.array([np.roll(W[0], k) for k in range(n)])
+    inputs = draw(st.lists(st.integers(-12, 12), min_size=n, max_size=n, unique=True))
+    return W, inputs
+
+
+@settings(max_examples=60, deadline=None)
+@given(full_support_channels(), st.one_of(st.none(), st.integers(1, 12)),
+       st.sampled_from([0.0, 0.3, 1.0, 1.0 + 1e-15, 1.5]))
+def test_fast_bound_is_never_below_the_exact_defect(chan, H, scale):
+    """At, below and above the pure epsilon, on any range: fast >= exact (60-digit), and delta_star_upper
+    takes the fast bound only where it is no looser than the pair scan."""
+    from sparseldp.channel.upper import _scan_upper
+
+    W, inputs = chan
+    ch = SparseChannel(W, inputs=inputs)
+    eps = scale * ch.pure_epsilon(H)
+    exact = mp_delta(W, inputs, eps, H)
+    fast = float(ch.delta_star_upper_fast(eps, H))
+    assert fast >= exact and fast >= float(ch.delta_star(eps, H))
+    up = float(ch.delta_star_upper(eps, H))
+    assert exact <= up <= float(_scan_upper(ch, np.array([eps]), H)[0])
+    pe = ch.pure_epsilon_upper(H)
+    assert pe >= ch.pure_epsilon(H)
+    assert float(ch.delta_star_upper_fast(pe, H)) == 0.0 == float(ch.delta_star_upper(pe, H))
+    assert mp_delta(W, inputs, pe, H) == 0
+
+
+def test_fast_bound_is_tight_for_two_level_columns_and_trivial_otherwise():
+    # randomized-response-like columns: one partner attains every column's largest ratio
+    k = 40
+    W = np.ones((k, k)) + (math.e - 1.0) * np.eye(k)
+    ch = SparseChannel(W)
+    for eps, H in [(0.5, None), (0.9, 3), (0.2, 1)]:
+        fast = float(ch.delta_star_upper_fast(eps, H))
+        assert float(ch.delta_star(eps, H)) <= fast <= float(ch.delta_star(eps, H)) * (1 + 1e-12) + 1e-15
+    # a support mismatch: the fast bound does not apply (1.0, trivially true), the full path is used
+    sparse_ch = SparseChannel([[2, 1, 0], [0, 1, 2]])
+    assert float(sparse_ch.delta_star_upper_fast(0.5)) == 1.0
+    assert sparse_ch.pure_epsilon_upper() == math.inf
+    np.testing.assert_array_equal(ch.delta_star_upper_fast([0.0, 5.0], H=2).shape, (2,))
+    assert float(SparseChannel([[1.0, 3.0]], inputs=[4]).delta_star_upper_fast(0.0)) == 0.0  # no pair in range
+    with pytest.raises(ValueError, match="eps must be a real number >= 0"):
+        ch.delta_star_upper_fast(-1.0)

@@ -49,7 +49,16 @@ a rigorous upper bound and refuses the spec when a recorded ``delta_star`` or
 ``delta_star`` is recorded without ``eps`` and ``H``, when recorded ``r1`` /
 ``r2`` disagree with the mechanism, and when the mechanism reports every input
 unchanged (``lam = 1e308``, or ``s = 1``: no privacy at all).  The recomputed
-guarantee is :attr:`Spec.guarantee`.
+guarantee is :attr:`Spec.guarantee`.  For a channel on a domain the
+``O(n K)`` bound :meth:`SparseChannel.delta_star_upper_fast` is tried first:
+when it already proves every recorded claim it is the guarantee (rigorous,
+possibly looser than :meth:`SparseChannel.delta_star_upper`), and the scan of
+all pairs is skipped -- a baseline spec on 1,000 values loads in a tenth of a
+second instead of ten.  A recorded ``delta = 0`` for a channel that is pure
+``eps``-LDP only up to the rounding of its probabilities (the Hybrid and
+Duchi mechanisms at their own ``eps``) is refused with what does hold: a
+tiny ``delta`` or the certified pure epsilon
+(:meth:`SparseChannel.pure_epsilon_upper`).
 
 Size: a spec file is at most :data:`MAX_SPEC_BYTES` and must be a regular file
 (``/dev/zero`` or a FIFO is refused before anything is read).
@@ -63,6 +72,7 @@ import numbers
 import os
 import stat
 from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, Decimal
 from functools import cached_property
 from pathlib import Path
 
@@ -414,14 +424,42 @@ def _verify(spec: Spec) -> Guarantee | None:
     if "eps" not in meta:
         return None
     eps, H = float(meta["eps"]), int(meta["H"])
-    upper = min(float(target.delta_star_upper(eps, H)), 1.0)  # rigorous (the protocol's upper bound)
+    upper = None
+    claimed = [float(meta[key]) for key in ("delta_star", "delta") if key in meta]
+    if claimed and spec.domain is not None:
+        # O(n K) for channels whose rows share one support: when it already proves every claim, the
+        # scan over all pairs is not needed (the guarantee is then this bound, rigorous but possibly
+        # looser than delta_star_upper's)
+        fast = float(target.delta_star_upper_fast(eps, H))
+        if fast <= min(claimed) * (1.0 + CLAIM_RTOL):
+            upper = min(fast, 1.0)
+    if upper is None:
+        upper = min(float(target.delta_star_upper(eps, H)), 1.0)  # rigorous (the protocol's upper bound)
     for key in ("delta_star", "delta"):
         if key in meta and upper > float(meta[key]) * (1.0 + CLAIM_RTOL):
             label = "certificate delta_star" if key == "delta_star" else "target delta"
             raise ValueError(
                 f"the spec's recorded {label} = {float(meta[key]):.6g} does not hold: the mechanism ({what}) "
-                f"has delta_star(eps = {eps:g}, H = {H}) = {upper:.6g} (recomputed, a rigorous upper bound)")
+                f"has delta_star(eps = {eps:g}, H = {H}) = {upper:.6g} (recomputed, a rigorous upper bound)"
+                + (_rounding_hint(spec, target, eps, H, upper) if float(meta[key]) == 0.0 else ""))
     return Guarantee(eps=eps, delta=upper, H=H, source="mechanism")
+
+
+def _rounding_hint(spec: Spec, target, eps: float, H: int, upper: float) -> str:
+    """Why ``delta = 0`` fails for a channel that is pure ``eps``-LDP up to rounding, and what holds instead."""
+    if spec.domain is None:
+        return ""
+    pure = float(target.pure_epsilon(H))
+    if not pure <= eps * (1.0 + 1e-9):
+        return ""  # not a matter of rounding: the channel's own pure epsilon is larger
+    certified = float(target.pure_epsilon_upper(H))
+    # three digits rounded up: the float nearest a decimal >= upper is itself >= upper
+    d = Decimal(upper)
+    at_least = float(d.quantize(Decimal(1).scaleb(d.adjusted() - 2), rounding=ROUND_CEILING))
+    return (f". Its pure epsilon is {eps:g} up to rounding (computed from its stored logarithms: {pure!r}), but "
+            f"the rounding of its probabilities can put the exact value above {eps:g}, and the certificate "
+            f"cannot exclude it: record a delta of at least {at_least:.3g}, or eps = {certified!r} (its "
+            "certified pure epsilon) with delta = 0")
 
 
 def _number(check):

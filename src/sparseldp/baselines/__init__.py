@@ -33,6 +33,7 @@ from ..channel import SparseChannel
 from .classic import discrete_gaussian, geometric, randomized_response, sparse_gaussian, sparse_laplace
 from .numeric import (
     EPS_STAR,
+    ESTIMATOR_SOURCE,
     UNBIASED_FAMILIES,
     closed_form_variance,
     duchi,
@@ -62,6 +63,7 @@ __all__ = [
     "estimator_variance",
     "closed_form_variance",
     "UNBIASED_FAMILIES",
+    "ESTIMATOR_SOURCE",
     "Family",
     "FAMILIES",
     "SPEC_FAMILIES",
@@ -142,8 +144,13 @@ def construction(channel) -> tuple[str, dict]:
         raise ValueError(f"channel must be built by a baseline constructor ({', '.join(SPEC_FAMILIES)}); got "
                          f"family {fam!r}")
     name, value = channel.parameter
+    meta = channel._meta  # the constructors record their options and domain with the channel
+    built = meta.get("_built_domain", channel.domain)
+    if tuple(built) != tuple(channel.domain):
+        raise ValueError(f"channel must be a baseline as built; this {fam} channel on {built[0]}..{built[1]} was "
+                         f"restricted to the inputs {channel.domain[0]}..{channel.domain[1]} (to_channel), which "
+                         "no constructor rebuilds")
     kwargs = {name: value, "domain": channel.domain}
-    meta = channel._meta  # the constructors record their options with the channel
     for opt, _ in OPTIONS.get(fam, ()):
         kwargs[opt] = int(meta[opt])
     return fam, kwargs

@@ -55,7 +55,8 @@ def randomized_response(*, eps, domain) -> SparseChannel:
     logw = np.full((k, k), log_other)
     np.fill_diagonal(logw, log_same)
     x = np.arange(a, b + 1, dtype=np.int64)
-    meta = {"family": "rr", "param": ("eps", eps), "domain": (a, b)}
+    # the exact channel's columns take two values in the ratio e^eps: its pure epsilon is eps exactly
+    meta = {"family": "rr", "param": ("eps", eps), "domain": (a, b), "_built_domain": (a, b), "_pure_eps_up": eps}
     return SparseChannel._from_log_parts(indptr, indices, logw.ravel(), (k, k), x, x, meta)
 
 
@@ -115,7 +116,8 @@ def geometric(*, lam, domain, mode="clamp") -> SparseChannel:
 
         logw = log_c + np.logaddexp(log_s(Y - X), log_s(2 * a - 1 - Y - X))
     indptr, indices = _dense_parts(k)
-    meta = {"family": f"geometric-{mode}", "param": ("lam", lam), "domain": (a, b), "mode": mode}
+    meta = {"family": f"geometric-{mode}", "param": ("lam", lam), "domain": (a, b), "_built_domain": (a, b),
+            "mode": mode}
     return SparseChannel._from_log_parts(indptr, indices, logw.ravel(), (k, k), x, x, meta)
 
 
@@ -196,7 +198,7 @@ def discrete_gaussian(*, sigma, domain) -> SparseChannel:
         logw[:, 0] = log_t[x - a] - log_n
         logw[:, -1] = log_t[b - x] - log_n
     indptr, indices = _dense_parts(k)
-    meta = {"family": "discrete-gaussian", "param": ("sigma", sigma), "domain": (a, b)}
+    meta = {"family": "discrete-gaussian", "param": ("sigma", sigma), "domain": (a, b), "_built_domain": (a, b)}
     return SparseChannel._from_log_parts(indptr, indices, logw.ravel(), (k, k), x, x, meta)
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "estimator_variance",
     "closed_form_variance",
     "UNBIASED_FAMILIES",
+    "ESTIMATOR_SOURCE",
 ]
 
 #: The Hybrid Mechanism's threshold ``eps*``: below it HM is Duchi's mechanism alone (Wang et al. 2019),
@@ -61,6 +62,8 @@ EPS_STAR = math.log((-5.0 + 2.0 * (6353.0 - 405.0 * math.sqrt(241.0)) ** (1.0 / 
 
 #: Families with an unbiased per-report mean estimator (:func:`report_estimates`).
 UNBIASED_FAMILIES = ("piecewise", "duchi", "hybrid")
+#: Who published each family's unbiased estimator (how estimates made with it are labelled).
+ESTIMATOR_SOURCE = {"piecewise": "Wang et al. 2019", "hybrid": "Wang et al. 2019", "duchi": "Duchi et al. 2013"}
 
 # Largest resolution of the Piecewise Mechanism's output grid (cells per input step).
 _RESOLUTION_MAX = 1 << 16
@@ -160,7 +163,10 @@ def square_wave(*, eps, domain, band=None) -> SparseChannel:
     logw = np.where((j >= i) & (j <= i + 2 * band), eps, 0.0)
     x = np.arange(a, b + 1, dtype=np.int64)
     y = np.arange(a - band, b + band + 1, dtype=np.int64)
-    meta = {"family": "square-wave", "param": ("eps", eps), "domain": (a, b), "band": band}
+    # every row holds the same log weights (2 band + 1 of eps, k - 1 of 0) in another order, so the exact
+    # normalizers are equal and every exact log ratio is eps, 0 or -eps: the pure epsilon is eps exactly
+    meta = {"family": "square-wave", "param": ("eps", eps), "domain": (a, b), "_built_domain": (a, b), "band": band,
+            "_pure_eps_up": eps}
     return _build(logw, x, y, meta)
 
 
@@ -269,7 +275,10 @@ def piecewise(*, eps, domain, resolution=1) -> SparseChannel:
     _check_labels(lo, hi, "Piecewise Mechanism")
     x = np.arange(a, b + 1, dtype=np.int64)
     y = np.arange(lo, hi + 1, dtype=np.int64)
-    meta = {"family": "piecewise", "param": ("eps", eps), "domain": (a, b), "resolution": s, "B": B}
+    # rows are permutations of one another (B log weights eps, m - B zeros): exact pure epsilon eps, as for
+    # square_wave
+    meta = {"family": "piecewise", "param": ("eps", eps), "domain": (a, b), "_built_domain": (a, b),
+            "resolution": s, "B": B, "_pure_eps_up": eps}
     return _build(_pm_logw(eps, k, s, B), x, y, meta)
 
 
@@ -309,7 +318,7 @@ def duchi(*, eps, domain) -> SparseChannel:
     a, b = check_domain(domain)
     k = b - a + 1
     x = np.arange(a, b + 1, dtype=np.int64)
-    meta = {"family": "duchi", "param": ("eps", eps), "domain": (a, b)}
+    meta = {"family": "duchi", "param": ("eps", eps), "domain": (a, b), "_built_domain": (a, b)}
     if k == 1:
         return _build(np.zeros((1, 1)), x, [a], meta)
     check_entries(k, 2, f"domain ({a}, {b})")
@@ -349,7 +358,8 @@ def hybrid(*, eps, domain, resolution=1) -> SparseChannel:
     alpha = hybrid_alpha(eps)
     x = np.arange(a, b + 1, dtype=np.int64)
     if alpha == 0.0 or k == 1:
-        meta = {"family": "hybrid", "param": ("eps", eps), "domain": (a, b), "resolution": s, "alpha": 0.0}
+        meta = {"family": "hybrid", "param": ("eps", eps), "domain": (a, b), "_built_domain": (a, b),
+                "resolution": s, "alpha": 0.0}
         if k == 1:
             return _build(np.zeros((1, 1)), x, [a], meta)
         return _build(_duchi_logp(eps, k), x, [a, b], meta)
@@ -363,7 +373,8 @@ def hybrid(*, eps, domain, resolution=1) -> SparseChannel:
     du = _duchi_logp(eps, k) - eps / 2.0  # log(1 - alpha) = -eps/2
     logw = np.concatenate([du[:, :1], pm + math.log(alpha), du[:, 1:]], axis=1)
     y = np.arange(lo - 1, hi + 2, dtype=np.int64)
-    meta = {"family": "hybrid", "param": ("eps", eps), "domain": (a, b), "resolution": s, "B": B, "alpha": alpha}
+    meta = {"family": "hybrid", "param": ("eps", eps), "domain": (a, b), "_built_domain": (a, b), "resolution": s,
+            "B": B, "alpha": alpha}
     return _build(logw, x, y, meta)
 
 
@@ -375,9 +386,10 @@ def _geometry(channel):
     if fam not in UNBIASED_FAMILIES or not isinstance(channel, SparseChannel):
         raise ValueError(f"channel must be built by piecewise(), duchi() or hybrid() (families "
                          f"{', '.join(UNBIASED_FAMILIES)}); got family {fam!r}")
-    # the constructors above record their geometry with the channel (its metadata)
+    # the constructors above record their geometry with the channel (its metadata); the domain it was
+    # built on survives a restriction of its rows (to_channel), which keeps every output
     meta = channel._meta
-    (_, eps), (a, b) = meta["param"], meta["domain"]
+    (_, eps), (a, b) = meta["param"], meta.get("_built_domain", meta["domain"])
     return fam, eps, a, b, meta
 
 
@@ -400,7 +412,9 @@ def report_estimates(channel) -> np.ndarray:
     docstrings): ``sum_y Q(y | x) x^(y) = x`` for every input.  The mean of
     ``n`` reports' estimates is an unbiased estimate of the inputs' mean,
     with variance ``(1/n^2) sum_i Var[x^ | x_i]`` (:func:`estimator_variance`).
-    A one-value domain ``a..a`` has the estimate ``a``.
+    A one-value domain ``a..a`` has the estimate ``a``.  A channel restricted
+    to part of its inputs (``to_channel``) keeps its outputs and their
+    estimates.
     """
     fam, eps, a, b, meta = _geometry(channel)
     if a == b:

@@ -11,6 +11,8 @@ The class describes a channel; the computing is done by the modules below it:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -39,7 +41,7 @@ from .construct import (
 )
 from .scan import WorstPair, _pair_split, _pure_epsilon, _worst_pair
 from .store import _ChannelStore
-from .upper import _epsilon, _scan_upper
+from .upper import _delta_star_upper, _epsilon, _fast_pure_upper, _fast_upper
 from .validation import _check_H, check_domain, check_window
 
 
@@ -359,7 +361,10 @@ class SparseChannel(_ChannelStore):
         grows with the log ratios (about ``1e-15`` per unit of ``eps`` or of the
         largest log ratio) and with the size of the log weights' common offset
         in :meth:`from_log_weights`.  About two to three times the cost of
-        :meth:`delta_star`.
+        :meth:`delta_star`, except where the ``O(n K)`` bound of
+        :meth:`delta_star_upper_fast` is provably no looser than the full scan
+        (it is 0, or at most a lower bound on the scan's result computed from a
+        few rows): then that bound is returned.
         """
         e = check_eps_array(eps, "eps")
         H = _check_H(H)
@@ -369,8 +374,54 @@ class SparseChannel(_ChannelStore):
             if Hz < 1:
                 return np.zeros(e.shape)[()]
             return np.asarray(delta_profile(kernel, e, Hz, "up")[0], dtype=float)[()]
-        best = _scan_upper(self, e.reshape(-1), H)
+        best = _delta_star_upper(self, e.reshape(-1), H)
         return best.reshape(e.shape)[()]
+
+    def delta_star_upper_fast(self, eps, H=None):
+        r"""A rigorous upper bound on :meth:`delta_star` in ``O(n_inputs K)`` per ``eps``, for channels
+        whose rows share one support of ``K`` outputs (the full-support baselines); ``1.0`` (the
+        trivial bound) for any other channel.
+
+        With no support leakage every pair's defect is ``sum_y Q(y|x) (1 - e^{eps - X(y)})_+``
+        (Theorems 2 and 8); bounding each log ratio ``X(y)`` by its largest value over all partners
+        in range (a sliding minimum of ``log Q(y|.)`` along the inputs) and the stored
+        probabilities and logs by their rounding bounds gives a bound per input, whose maximum is
+        returned (derivation at :func:`sparseldp.channel.upper._fast_upper`).  Exactly ``0.0`` when
+        ``eps`` is at least the certified pure epsilon (:meth:`pure_epsilon_upper`): the exact
+        defect is then 0.  Never below the exact value; within rounding of :meth:`delta_star` when
+        one partner attains every output's largest ratio (randomized response, Square Wave, the
+        Piecewise and Hybrid Mechanisms on a range that separates two bands), otherwise possibly
+        far above it -- :meth:`delta_star_upper` is the tight bound.
+        """
+        e = check_eps_array(eps, "eps")
+        H = _check_H(H)
+        flat = e.reshape(-1)
+        got = _fast_upper(self, flat, H)
+        if got is None:
+            got = np.ones(flat.size)
+        return got.reshape(e.shape)[()]
+
+    def pure_epsilon_upper(self, H=None) -> float:
+        """A rigorous upper bound on the exact pure epsilon on range ``H`` (Theorems 1 and 7).
+
+        :meth:`pure_epsilon` is computed from the stored logarithms (rounded
+        to nearest); this bound adds their a priori rounding bounds, so that
+        ``delta_star_upper(eps, H) == 0.0`` for every ``eps`` at or above it
+        (pure ``eps``-LDP is certified).  A constructor that proves its exact
+        pure epsilon (randomized response, Square Wave, the Piecewise
+        Mechanism: every column takes two values in a ratio of exactly
+        ``e^eps``) records it, and the bound is then at most that value.
+        ``inf`` when some pair in range has different supports; 0.0 with no
+        pair in range.  Costs ``O(n_inputs K)`` when the rows share one
+        support, else a scan of the pairs (as :meth:`epsilon` with ``delta = 0``).
+        """
+        H = _check_H(H)
+        got = _fast_pure_upper(self, H)
+        if got is not None:
+            return got
+        if math.isinf(_pure_epsilon(self, H)):
+            return math.inf
+        return _epsilon(self, 0.0, H, 1e-12)
 
     def delta_with_argmax(self, eps, H=None, *, _split=True) -> WorstPair:
         """:meth:`delta_star` together with a maximizing ordered pair and its split (a :class:`WorstPair`)."""

@@ -76,6 +76,19 @@ def _plot_eps(text: str | None, eps: float) -> list[float]:
     return out
 
 
+def _ems_note(result, metric: str, value: float) -> str | None:
+    """The hint that EMS estimation does better than the recommended ``value`` of ``w1`` / ``tv``; ``None``
+    unless the best EMS value is strictly lower as printed (4 significant digits): an equal one, e.g. the
+    winner's own estimate when the default estimator already smooths, is no news."""
+    if metric not in ("w1", "tv"):
+        return None
+    alt = result.ranking(metric + "-ems")
+    if not alt or not float(f"{alt[0][1]:.4g}") < float(f"{value:.4g}"):
+        return None
+    return (f"with EMS estimation, lower still: {alt[0][0].family} ({metric} = {alt[0][1]:.4g}, against "
+            f"{value:.4g}); estimate its reports with `sparseldp estimate --method ems`")
+
+
 @app.command("compare", cls=Command)
 def compare_command(
     eps: Annotated[float, typer.Option("--eps", help="Target eps >= 0.")],
@@ -252,11 +265,9 @@ def _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, windo
         flag = "--mean-trials" if metric == "mean" else "--trials"
         console.print(f"(measured on {used} simulated trial{'s' if used > 1 else ''}: use {flag} 20 or more for a "
                       "stable ranking)", soft_wrap=True, style="dim")
-    if metric in ("w1", "tv"):
-        alt = result.ranking(metric + "-ems")
-        if alt and alt[0][1] < rec.value:
-            console.print(f"with EMS estimation, lower still: {alt[0][0].family} ({metric} = {alt[0][1]:.4g}); "
-                          f"estimate its reports with `sparseldp estimate --method ems`", soft_wrap=True)
+    note = _ems_note(result, metric, rec.value)
+    if note is not None:
+        console.print(note, soft_wrap=True)
     if output is not None:
         console.print(f"mechanism spec of {rec.winner.family} written to {output} (for `sparseldp privatize`)",
                       soft_wrap=True)

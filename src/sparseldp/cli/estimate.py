@@ -28,7 +28,12 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   wide relative to the domain; ``--smooth m`` passes of the (1, 2, 1)/4 kernel
   per step) or ``inversion`` (least squares + simplex projection); see
   :func:`sparseldp.estimate_frequencies`.  The mean is estimated the same way
-  whatever the method (:func:`sparseldp.estimate_mean`).
+  whatever the method (:func:`sparseldp.estimate_mean`): for a Piecewise,
+  Hybrid or Duchi spec with the papers' unbiased per-report estimator
+  (labelled "unbiased (Wang et al. 2019)" / "unbiased (Duchi et al. 2013)",
+  interval from the sample variance of the per-report estimates), printed
+  alongside the distribution estimate, whose own mean is in the derived
+  statistics.
 * A report the mechanism cannot produce from the domain, a bad spec, a bad
   file: one line on stderr and exit status 2.
 """
@@ -320,6 +325,10 @@ def estimate_command(
     if mean is not None:
         say(f"mean = {fmt(mean, 8)}  (standard error {fmt(mean.stderr, 4)}, "
             f"{mean.confidence:.0%} CI [{fmt(mean.ci[0], 8)}, {fmt(mean.ci[1], 8)}], {mean.method})")
+        if mean.method.startswith("unbiased ("):
+            say("  the papers' unbiased estimator: the mean of the per-report estimates x^(y), CLT interval from "
+                "their sample variance; the 'mean' of the derived statistics below is the distribution "
+                f"estimate's ({est.method})")
     if est.method == "em":
         say(f"EM: {est.iterations} steps"
             + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")

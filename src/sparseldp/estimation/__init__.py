@@ -134,8 +134,10 @@ Means
 -----
 See :func:`estimate_mean`: the plain mean of the reports when the channel is
 unbiased (``E[Y | x] = x``, true on Z by symmetry, docs/paper.md, "Distortion and bias", and for
-extended windows), else the mean of the EM estimate with a delta-method
-standard error from the expected Fisher information.
+extended windows); the papers' unbiased per-report estimator for the
+Piecewise, Hybrid and Duchi mechanisms (:func:`sparseldp.baselines.report_estimates`),
+whose labels are not values; else the mean of the EM estimate with a
+delta-method standard error from the expected Fisher information.
 
 Layout
 ------

@@ -1,8 +1,10 @@
 """The mean of the true values: :func:`estimate_mean` and :class:`MeanEstimate`.
 
-The report mean when the channel is unbiased; otherwise the mean of the EM
-estimate with a delta-method standard error from the expected Fisher
-information (:func:`_fisher_stderr`), bounded by the range of the domain.
+The report mean when the channel is unbiased; the papers' unbiased estimator
+for the Piecewise, Hybrid and Duchi mechanisms (:func:`_papers_estimator`);
+otherwise the mean of the EM estimate with a delta-method standard error from
+the expected Fisher information (:func:`_fisher_stderr`), bounded by the range
+of the domain.
 For the Laplace and Gaussian mechanisms on Z the report mean is computed in
 one O(n) pass over the reports, with no channel (:func:`_mean_on_z`).
 """
@@ -19,7 +21,8 @@ import scipy.sparse.linalg as spla
 from scipy.stats import norm
 
 from .._validation import INT64_MAX, INT64_MIN, check_bool
-from ..channel import check_domain
+from ..baselines import ESTIMATOR_SOURCE, UNBIASED_FAMILIES, estimator_variance, report_estimates
+from ..channel import SparseChannel, check_domain
 from ..core.kernels import GaussianKernel, LaplaceKernel
 from ..core.mechanisms import RadiusMechanism
 from .counts import _as_report_counts, _chunks
@@ -63,6 +66,9 @@ class MeanEstimate(float):
     method : str
         How the estimate and its standard error were made (see
         :func:`estimate_mean`): ``"report-mean"`` (unbiased channel),
+        ``"unbiased (Wang et al. 2019)"`` / ``"unbiased (Duchi et al. 2013)"``
+        (the papers' unbiased estimator of the Piecewise, Hybrid or Duchi
+        mechanism),
         ``"em-fisher"`` (biased channel, delta method), ``"em-range-bound"``
         (biased channel whose Fisher information does not pin the mean down:
         the worst-case standard deviation ``(hi - lo)/2``) or
@@ -147,6 +153,24 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
       ``r (1 - r) w^2`` is the largest variance such a share can carry (a
       noiseless channel and a constant sample would otherwise give an
       interval of width 0).  ``method="report-mean"``.
+    * **the Piecewise, Hybrid and Duchi mechanisms** (channels of
+      :func:`sparseldp.baselines.piecewise`, ``hybrid``, ``duchi``): their
+      report labels are cells or branches, not values, and the papers give an
+      unbiased per-report estimate ``x^(y)`` (Wang et al., ICDE 2019; Duchi,
+      Jordan and Wainwright, FOCS 2013; :func:`sparseldp.baselines.report_estimates`,
+      ``E[x^(Y) | x] = x`` for every input).  The estimate is their mean
+      ``(1/n) sum_i x^(Y_i)``, exactly unbiased (not clipped to the domain).
+      Its variance is ``(1/n^2) sum_i Var[x^ | x_i]``; the standard error is
+      ``sqrt(v / n)`` with ``v`` the sample variance (``ddof=1``) of the
+      per-report estimates, which is unbiased for ``Var[x^(Y)]`` when the
+      inputs are a sample from a population and errs on the large side for
+      fixed inputs (it adds their own spread); and ``v >= min_x Var[x^ | x]``
+      over the domain (:func:`sparseldp.baselines.estimator_variance`), the
+      noise alone, a lower bound whatever the inputs (it also guards a sample
+      of equal reports).  No fitted distribution enters, so the interval does
+      not depend on the frequency estimator.  ``method`` names the paper:
+      ``"unbiased (Wang et al. 2019)"`` (Piecewise, Hybrid) or
+      ``"unbiased (Duchi et al. 2013)"``.
     * **biased channel** (clipped windows, clamped or folded baselines): the
       report mean is pulled towards the middle near the edges.  The estimate is
       the mean ``sum_x x p̂_x`` of the EM estimate :func:`estimate_frequencies`
@@ -209,6 +233,16 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
     z = float(norm.ppf(0.5 + 0.5 * confidence))
     # centering keeps sums exact for large values (int64 differences are exact in float64 below 2^53)
     center = lo + (hi - lo) // 2
+    paper = _papers_estimator(mechanism, model)
+    if paper is not None:
+        v, floor, method = paper
+        d = v - center
+        m1 = float(c_all @ d) / n_f
+        var = max(float(c_all @ (d - m1) ** 2) / (n_f - 1.0), floor)
+        value, se = center + m1, math.sqrt(var / n_f)
+        lo_ci = min(max(lo, value - z * se), hi)
+        hi_ci = max(min(hi, value + z * se), lo)
+        return MeanEstimate(value, stderr=se, ci=(lo_ci, hi_ci), confidence=confidence, method=method, n=n)
     bias, scale = model.bias()
     if float(np.abs(bias).max(initial=0.0)) <= 1e-9 * max(scale, 1.0):
         d = (model.outputs - center).astype(float)
@@ -233,6 +267,21 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
     lo_ci = min(max(lo, value - z * se), hi)
     hi_ci = max(min(hi, value + z * se), lo)
     return MeanEstimate(value, stderr=se, ci=(lo_ci, hi_ci), confidence=confidence, method=method, n=n)
+
+
+def _papers_estimator(mechanism, model: _Model):
+    """``(x^ per output of the model, min_x Var[x^ | x] over the domain, method)`` for a Piecewise, Hybrid
+    or Duchi channel (:func:`estimate_mean`); ``None`` for any other mechanism."""
+    if not isinstance(mechanism, SparseChannel) or mechanism.family not in UNBIASED_FAMILIES:
+        return None
+    est = report_estimates(mechanism)  # per column of the channel
+    outs = np.asarray(mechanism.outputs)
+    order = np.argsort(outs, kind="stable")
+    cols = order[np.searchsorted(outs[order], model.outputs)]  # the model's outputs are the channel's
+    inputs = np.asarray(mechanism.inputs)
+    rows = (inputs >= model.lo) & (inputs <= model.hi)
+    floor = max(float(estimator_variance(mechanism)[rows].min()), 0.0)
+    return est[cols], floor, f"unbiased ({ESTIMATOR_SOURCE[mechanism.family]})"
 
 
 def _on_z(mechanism) -> bool:
