@@ -5,7 +5,12 @@ Rows (medians in this process; per-call times in microseconds in the note):
 * scalar calls on one mechanism (float eps, int h / H): ``delta_h``, ``delta_h_upper``,
   ``delta_star`` and ``delta_star_upper`` (``H = 3`` at s = 21, 10 at s = 2001), ``epsilon`` -- Laplace and Gaussian at
   s = 21 and s = 2001.  Each call cycles through a few arguments (no result is cached; the
-  mechanism's own constants -- normalizer, Gaussian suffix sums -- are, as in any use).
+  mechanism's own constants -- normalizer, Gaussian suffix sums, the eps-free pieces of the
+  defect per separation and per last excess index K, ``epsilon``'s table of breakpoints per
+  separation -- are, as in any use).
+* the same upper bound *cold*: the per-separation and per-K pieces emptied before every call
+  (what the first visit of a K costs), with fresh random eps; and ``epsilon``'s one-time set-up
+  per separation (its breakpoint table) at s = 2001.
 * dp-accounting's fastest single-pair route at the same s and the ratio (dp-accounting / ours):
   a pair's PLD from the two pmfs (``from_two_probability_mass_functions``, dictionaries
   prebuilt: its cheapest input) and, for the Gaussian, the closed-form truncated discrete
@@ -80,6 +85,28 @@ def scalar_times(family, param, s, eps, h, H, delta) -> dict:
     return out
 
 
+def cold_times(family, param, s, eps, h, H, delta) -> dict:
+    """Median microseconds of ``delta_star_upper`` with the scalar memo emptied first, and of the epsilon set-up."""
+    from sparseldp.core import accounting
+
+    m = _mechanism(family, param, s)
+    k = m.kernel
+    rng = np.random.default_rng(5)
+    pick = _cycler([float(x) for x in rng.uniform(0.0, 4.0 * eps, 997)])
+    m.delta_star_upper(eps, H)
+
+    def cold():
+        k._smemo["up"].clear()
+        k._sleak["up"].clear()
+        return m.delta_star_upper(pick(), H)
+
+    hh = min(H, 2 * m.t + 1)
+    log_c = k.log_normalizer_bound("near")
+    return {"delta_star_upper cold": _per_call_us(cold),
+            "epsilon set-up (once per separation)": _per_call_us(lambda: accounting._segment_table(k, hh, log_c),
+                                                                 number=5, repeat=5)}
+
+
 def dpa_times(family, param, s, eps, h, H, delta) -> dict | None:
     """dp-accounting's single-pair routes at separation ``H`` (microseconds per call), or None if absent."""
     try:
@@ -132,6 +159,13 @@ def scalar_rows() -> list[dict]:
                 row["ratio"] = ref / us
                 row["note"] += f"; dp-accounting fastest single pair {ref:.1f} us (ratio = dp-accounting / ours)"
             rows.append(row)
+        if s > 21:
+            for name, us in cold_times(*case).items():
+                row = {"name": f"scalar {name} {label}", "median_s": us * 1e-6, "note": f"{us:.1f} us per call"}
+                if name.endswith("cold") and delta_ref is not None:
+                    row["ratio"] = delta_ref / us
+                    row["note"] += f"; ratio = dp-accounting fastest single pair ({delta_ref:.1f} us) / ours"
+                rows.append(row)
         if dpa is not None:
             for name, us in dpa.items():
                 rows.append({"name": f"dp-accounting {name} {label} (h={H})", "median_s": us * 1e-6,

@@ -11,6 +11,7 @@ float product-space enumeration below (``float_composed``, no grouping at all)
 backs it on the smallest cases.
 """
 
+import json
 import math
 
 import mpmath as mp
@@ -403,3 +404,119 @@ def test_kfold_cache_is_bounded():
     c.delta(np.linspace(0, 30, 40))
     kf = c._kfold
     assert isinstance(kf, KFold) and 1 <= len(kf._cache) <= 4
+
+
+# -- the guarantee of k reports as the CLI states it (k_reports, account --reports, privatize) ------------
+from sparseldp.cli import main  # noqa: E402
+from sparseldp.composition import KReports, k_reports  # noqa: E402
+
+
+def _cli(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("mech, H", [(SparseLaplace(lam=0.5, s=5), 3), (SparseGaussian(sigma=1.5, s=5), 2),
+                                     (SparseLaplace(lam=1.2, s=11), 2)], ids=repr)
+def test_k_reports_against_brute_force_and_basic_composition(mech, H):
+    eps = 0.4
+    delta = float(mech.delta_star_upper(eps, H))
+    groups = mp_composed(mech, min(H, 2 * mech.t + 1), [2, 3])
+    for k in (2, 3):
+        r = k_reports(mech, k, eps=eps, delta=delta, H=H)
+        assert isinstance(r, KReports) and r.route == "lattice" and r.h == min(H, 2 * mech.t + 1)
+        exact = mp_delta(groups[k], k * eps)
+        assert abs(r.exact_delta - exact) <= r.exact_delta_error + 4e-16 * exact  # within its error bound
+        assert r.exact_delta_upper >= exact * (1 - 1e-15)
+        # basic composition is an upper bound on the exact value, and is what it says
+        assert (r.basic_eps, r.basic_delta) == (k * eps, min(1.0, k * delta))
+        assert r.basic_delta >= exact
+        # the eps at basic composition's delta: reached (brute force), and not much earlier
+        assert r.exact_eps is not None and r.exact_eps <= k * eps
+        assert mp_delta(groups[k], r.exact_eps) <= r.basic_delta
+        if r.exact_eps > 0:
+            assert mp_delta(groups[k], r.exact_eps * (1 - 1e-9)) > r.basic_delta - 1e-15
+
+
+def test_k_reports_falls_back_to_basic_composition_and_says_why():
+    m = SparseGaussian(sigma=30.0, s=2001)
+    delta = float(m.delta_star_upper(1.0, 10))
+    big = k_reports(m, 2000, eps=1.0, delta=delta, H=10, max_points=1 << 16)
+    assert big.route == "basic" and "lattice would have" in big.why_basic and big.exact_delta is None
+    assert big.basic_delta == 2000 * delta < 1 and big.basic_eps == 2000.0
+    kern = SparseKernel([1.0, 0.5, 0.5])
+    assert k_reports(kern, 3, eps=1.0, delta=0.5, H=2).route == "basic"
+    assert k_reports(None, 3, eps=1.0, delta=0.5, H=2, reason="clipped").why_basic == "clipped"
+    assert k_reports(m, 1, eps=1.0, delta=delta, H=10).route == "basic"  # one report: nothing to compose
+    with pytest.raises(ValueError, match=r"k must be an integer >= 1; got 0"):
+        k_reports(m, 0, eps=1.0, delta=delta, H=10)
+    with pytest.raises(TypeError, match="k must be an integer"):
+        k_reports(m, 2.5, eps=1.0, delta=delta, H=10)
+    assert big.to_dict()["exact"] is None and big.to_dict()["route"] == "basic"
+
+
+def test_account_reports_states_exact_and_basic_composition(capsys):
+    base = ["account", "--family", "gaussian", "--sigma", "1.5", "--s", "5", "--eps", "0.4", "--H", "2"]
+    rc, out, err = _cli(capsys, *base, "--reports", "3", "--summary", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    r = doc["reports"]
+    m = SparseGaussian(sigma=1.5, s=5)
+    want = k_reports(m, 3, eps=0.4, delta=doc["delta_star"], H=2)
+    assert r["route"] == "lattice" and r["k"] == 3
+    assert r["basic"] == {"eps": 3 * 0.4, "delta": min(1.0, 3 * doc["delta_star"]), "kind": "upper bound"}
+    assert r["exact"]["delta"] == want.exact_delta and r["exact"]["delta_error"] == want.exact_delta_error
+    exact = mp_delta(mp_composed(m, 2, [3])[3], 3 * 0.4)
+    assert r["exact"]["delta_plus_error"] >= exact * (1 - 1e-15) and r["basic"]["delta"] >= exact
+    # the rows view and the table carry it too; without --reports nothing changes
+    rc, out, _ = _cli(capsys, *base, "--reports", "3", "--json")
+    assert rc == 0 and json.loads(out)["reports"]["exact"]["delta"] == want.exact_delta
+    rc, out, _ = _cli(capsys, *base, "--reports", "3")
+    assert rc == 0 and "basic composition: (eps = 1.2" in out and "exact composition (lattice route" in out
+    assert "not outward rounded" in out
+    rc, out, _ = _cli(capsys, *base, "--summary", "--json")
+    assert rc == 0 and "reports" not in json.loads(out)
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "1.5", "x"])
+def test_account_bad_reports_is_one_error_line(capsys, bad):
+    rc, out, err = _cli(capsys, "account", "--family", "laplace", "--lam", "0.5", "--s", "7", "--eps", "1",
+                        "--H", "3", "--reports", bad)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2 and out == "" and len(lines) == 1 and lines[0].startswith("error: ") and "--reports" in lines[0]
+
+
+def test_account_reports_on_a_clipped_spec_is_basic_composition(tmp_path, capsys):
+    spec = tmp_path / "clip.json"
+    spec.write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 3, "domain": [0, 20],
+                                "window": "clipped"}))
+    rc, out, err = _cli(capsys, "account", "-m", spec, "--reports", "4", "--json")
+    assert rc == 0, err
+    r = json.loads(out)["reports"]
+    assert r["route"] == "basic" and r["exact"] is None and "clipped" in r["why_basic"]
+    assert r["basic"]["delta"] == min(1.0, 4 * json.loads(out)["delta_star"])
+    ext = tmp_path / "ext.json"
+    ext.write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 3, "domain": [0, 20]}))
+    rc, out, err = _cli(capsys, "account", "-m", ext, "--reports", "4", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["reports"]["route"] == "lattice"
+
+
+def test_privatize_summary_states_the_exact_composition(tmp_path, capsys):
+    (tmp_path / "mech.json").write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 3}))
+    (tmp_path / "ab.csv").write_text("a,b\n" + "".join(f"{i % 10},{i % 7}\n" for i in range(50)))
+    rc, out, err = _cli(capsys, "privatize", tmp_path / "ab.csv", "-m", tmp_path / "mech.json", "--columns", "a,b",
+                        "-o", tmp_path / "o.csv", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    ex, basic = doc["guarantee_per_person_exact"], doc["guarantee_per_person"]
+    exact = mp_delta(mp_composed(SparseLaplace(lam=0.5, s=7), 3, [2])[2], 2.0)
+    assert ex["eps"] == basic["eps"] == 2.0
+    assert abs(ex["delta"] - exact) <= ex["delta_error"] + 4e-16 * exact and ex["delta"] <= basic["delta"]
+    rc, _, err = _cli(capsys, "privatize", tmp_path / "ab.csv", "-m", tmp_path / "mech.json", "-c", "a", "-c", "b",
+                      "-o", tmp_path / "o2.csv")
+    assert rc == 0 and "(basic composition, an upper bound)" in err and "exact composition of the mechanism" in err
+    rc, _, err = _cli(capsys, "privatize", tmp_path / "ab.csv", "-m", tmp_path / "mech.json", "-c", "a",
+                      "-o", tmp_path / "o3.csv")
+    assert rc == 0 and "composition" not in err  # one column: one report

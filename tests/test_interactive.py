@@ -247,6 +247,51 @@ def test_epsilon_segments_random(kind, logp, t, H, logdelta):
         assert m.delta_star(e * (1 - 1e-9) - 1e-15, H) > delta - 1e-12
 
 
+@pytest.mark.parametrize("kind, param, s, H, delta", EPS_CASES[:10], ids=lambda v: str(v)[:10])
+def test_epsilon_table_and_newton_routes_agree(kind, param, s, H, delta, monkeypatch):
+    """The table search (bisection over the breakpoints) and the Newton search over segments find the same
+    certified eps, to rtol; the table is what a separation with few segments uses."""
+    m = make(kind, param, s)
+    h = min(H, 2 * m.t + 1)
+    e_table = m.epsilon(delta, H)
+    assert m.kernel._epsilon_setup[h][3] is not None  # the table route answered
+    fresh = make(kind, param, s)
+    with monkeypatch.context() as mp:
+        mp.setattr(accounting, "_TABLE_MAX", -1)  # no table: the Newton search
+        e_newton = fresh.epsilon(delta, H)
+    assert fresh.kernel._epsilon_setup[h][3] is None
+    assert abs(e_table - e_newton) <= 2e-12 * max(e_table, e_newton)
+    for e in (e_table, e_newton):
+        assert m.delta_star_upper(e, H) <= delta
+
+
+@pytest.mark.parametrize("kind, param, s", [("laplace", 0.05, 2001), ("gaussian", 30.0, 2001), ("gaussian", 0.7, 41),
+                                            ("laplace", 1.3, 41)], ids=str)
+def test_scalar_memo_hits_are_the_misses_and_the_array_path(kind, param, s, monkeypatch):
+    """The eps-free pieces kept per separation and per K change no bit: a second call (memo hit) returns the
+    first (miss), both the array path's value; the memo stays within its bounds."""
+    rng = np.random.default_rng(11)
+    m = make(kind, param, s)
+    h = np.array([1, 3, m.t, 2 * m.t], dtype=np.int64)
+    loss_top = float(param * s) if kind == "laplace" else float(s * s / (2 * param * param))
+    eps = np.concatenate([rng.uniform(0, min(loss_top, 30.0), 40), [0.0]])
+    for mode, fn in (("near", m.delta_h), ("up", m.delta_h_upper)):
+        want = fn(eps[:, None], h[None, :])  # the array path
+        first = [[float(fn(float(e), int(hh))) for hh in h] for e in eps]
+        again = [[float(fn(float(e), int(hh))) for hh in h] for e in eps]
+        assert first == again == want.tolist(), mode
+    mod = "sparseldp.core.kernels." + kind
+    with monkeypatch.context() as mp:
+        mp.setattr(mod + ".MEMO_INDICES", 4)
+        mp.setattr("sparseldp.core.kernels.base.MEMO_SEPARATIONS", 3)
+        k = make(kind, param, s).kernel
+        for hh in range(1, 12):
+            for e in eps[:12]:
+                accounting.defect_scalar(k, float(e), hh, "up")
+        assert 1 <= len(k._smemo["up"]) <= 3 and len(k._sleak["up"]) <= 3
+        assert all(len(entry[-1]) <= 4 for entry in k._smemo["up"].values())
+
+
 # ---------------------------------------------------------------------------
 # account: caps and --summary
 # ---------------------------------------------------------------------------

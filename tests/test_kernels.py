@@ -274,3 +274,25 @@ def test_split_identity_and_range(weights, eps, h):
     ex = float(brute.mp_weight_defect(weights, eps, h)[0])
     assert dn <= ex <= up <= 1.0
     assert up - ex <= 1e-13
+
+
+@pytest.mark.parametrize("kern", [LaplaceKernel(0.5, 6), LaplaceKernel(1e-3, 40), GaussianKernel(1.5, 6),
+                                  GaussianKernel(7.0, 25)], ids=repr)
+def test_segments_are_the_runs_of_the_overlap_loss(kern):
+    """``segments(h)`` lists, for eps falling from the largest loss to 0, the last index K of each excess set
+    [h - t, K] (the runs of equal positive loss L_h(k) = log w(k) - log w(k - h)), with L_h(K)."""
+    t = kern.t
+    for h in range(1, 2 * t + 1):
+        K, L = kern.segments(h)
+        assert K.size == kern.segment_count(h)
+        k = np.arange(h - t, t + 1)
+        loss = kern.log_w(k) - kern.log_w(k - h)
+        positive = loss > 1e-12 * np.max(np.abs(loss))
+        # the runs of equal positive loss (exactly equal for the Laplace plateau k <= 0), their last index
+        ends = [int(k[i]) for i in range(k.size) if positive[i] and (i + 1 == k.size or loss[i + 1] < loss[i] - 1e-12)]
+        assert K.tolist() == ends, h
+        np.testing.assert_allclose(L, [kern.loss_s(h, int(j)) for j in K], rtol=1e-13)
+        assert np.all(np.diff(L) < 0)
+        for j in range(K.size):  # inside each segment the excess set ends at K_j
+            lo = L[j + 1] if j + 1 < K.size else 0.0
+            assert kern.last_excess_s(0.5 * (lo + L[j]), h) == K[j]

@@ -31,6 +31,19 @@ split, ``R1``, ``R2`` and the guarantee, in O(1) whatever ``H`` (up to
 domain when it has one) at its recorded ``eps`` and ``H`` unless ``--eps`` /
 ``--H`` are given; a spec whose recorded claims do not hold is refused.  Its
 channel output is a summary already (the worst pair, no rows).
+
+``--reports k`` adds the guarantee of ``k`` reports of one person
+(:func:`sparseldp.composition.k_reports`): basic composition ``(k eps,
+min(1, k delta_star))``, a rigorous upper bound, and beside it the exact
+composition on the privacy-loss lattice (:func:`sparseldp.composition.compose`)
+for Sparse Laplace / Gaussian on Z or with extended windows: the ``k``-fold
+``delta`` at ``k eps`` with its FFT error bound (floating point, the bound
+from an error model, not outward rounded: the sum is an upper estimate, not
+a certificate) and the smallest ``eps`` whose ``delta + error`` is basic
+composition's ``delta``.  Elsewhere (clipped windows, baselines, general
+kernels, a composed lattice above :data:`MAX_REPORT_POINTS` points) basic
+composition alone is stated, with the reason.  With ``--json`` the document
+gets one more key, ``"reports"`` (:meth:`sparseldp.composition.KReports.to_dict`).
 """
 
 from __future__ import annotations
@@ -49,7 +62,11 @@ from ._common import MAX_H_ACCOUNT, MAX_H_SUMMARY, Command, build_mechanism, che
     stdout_console, to_jsonable
 from .._validation import check_int, check_nonnegative
 
-__all__ = ["account", "account_rows", "FULL_TABLE_ROWS"]
+__all__ = ["account", "account_rows", "FULL_TABLE_ROWS", "MAX_REPORT_POINTS"]
+
+#: Largest composed lattice (``k (n - 1) + 1`` points) ``account --reports`` composes exactly (about a
+#: second for the Gaussian at s = 2001, k = 1000); beyond, basic composition only.
+MAX_REPORT_POINTS = 1 << 21
 
 #: the table shows every h up to this many rows, a summary beyond
 FULL_TABLE_ROWS = 40
@@ -64,13 +81,15 @@ def account_rows(mechanism, eps: float, hs: np.ndarray):
     return (np.atleast_1d(d.total), np.atleast_1d(d.support_leakage), np.atleast_1d(d.overlap))
 
 
-def _write_json(mechanism, eps: float, H: int, delta_star: float) -> None:
+def _write_json(mechanism, eps: float, H: int, delta_star: float, reports=None) -> None:
     from ..spec import Guarantee
     name, value = mechanism.parameter
     head = {"family": mechanism.family, name: value, "s": mechanism.s, "eps": eps, "H": H,
             "delta_star": delta_star}
     tail = {"r1": mechanism.r1, "r2": mechanism.r2,
             "guarantee": Guarantee(eps=eps, delta=delta_star, H=H).to_dict()}
+    if reports is not None:
+        tail["reports"] = reports.to_dict()
     out = sys.stdout
     # the document is streamed so that per_h for a huge H never sits in memory at once
     out.write(json.dumps(to_jsonable(head), allow_nan=False)[:-1] + ', "per_h": [')
@@ -93,7 +112,7 @@ def _worst_h(mechanism, H: int) -> int:
     return min(H, 2 * mechanism.t + 1)
 
 
-def _summary(mechanism, eps: float, H: int, as_json: bool) -> None:
+def _summary(mechanism, eps: float, H: int, as_json: bool, k=None) -> None:
     """``--summary``: ``delta_star`` (rigorous upper bound), the worst separation and its split; O(1) in ``H``."""
     from ..spec import Guarantee
 
@@ -101,9 +120,12 @@ def _summary(mechanism, eps: float, H: int, as_json: bool) -> None:
     h = _worst_h(mechanism, H)
     d = mechanism.defect_h(eps, h)
     name, value = mechanism.parameter
+    reports = None if k is None else _k_reports(mechanism, k, eps, upper, H)
     out = {"family": mechanism.family, name: value, "s": mechanism.s, "eps": eps, "H": H, "delta_star": upper,
            "worst_h": h, "support_leakage": float(d.support_leakage), "overlap": float(d.overlap),
            "r1": mechanism.r1, "r2": mechanism.r2, "guarantee": Guarantee(eps=eps, delta=upper, H=H).to_dict()}
+    if reports is not None:
+        out["reports"] = reports.to_dict()
     if as_json:
         print_json(out)
         return
@@ -116,6 +138,40 @@ def _summary(mechanism, eps: float, H: int, as_json: bool) -> None:
     console.print(f"R2 = E(Y - x)^2   = {fmt(mechanism.r2, 10)}")
     console.print(f"guarantee: (eps = {eps:g}, delta <= {upper:.4g})-LDP for inputs up to H = {H} apart "
                   "(delta_star is a rigorous upper bound)", soft_wrap=True)
+    _print_reports(console, reports)
+
+
+def _k_reports(mechanism, k: int, eps: float, upper: float, H: int, reason: str | None = None):
+    """The guarantee of ``k`` reports (:func:`sparseldp.composition.k_reports`); ``mechanism`` None: basic only."""
+    from ..composition import k_reports
+
+    return k_reports(mechanism, k, eps=eps, delta=upper, H=H, max_points=MAX_REPORT_POINTS, reason=reason)
+
+
+def _print_reports(console, r) -> None:
+    """The lines of ``--reports k``: basic composition, then the exact composition or why there is none."""
+    if r is None:
+        return
+    console.print(f"{r.k} reports of one person (fresh noise each), inputs up to H = {r.H} apart:", soft_wrap=True)
+    console.print(f"  basic composition: (eps = {r.basic_eps:.6g}, delta <= {r.basic_delta:.4g})-LDP "
+                  "(k eps and min(1, k delta_star): a rigorous upper bound)", soft_wrap=True)
+    if r.route == "basic":
+        console.print(f"  exact composition: not computed ({r.why_basic}); basic composition is the guarantee",
+                      soft_wrap=True)
+        return
+    console.print(f"  exact composition (lattice route, worst separation h = {r.h}): at eps = {r.basic_eps:.6g}, "
+                  f"delta = {fmt(r.exact_delta, 10)} +- {r.exact_delta_error:.2g}, so delta <= "
+                  f"{r.exact_delta_upper:.4g} (floating point; the error bound is from the FFT error model, not "
+                  "outward rounded: an upper estimate, not a certificate)", soft_wrap=True)
+    if r.basic_delta >= 1.0:
+        console.print("  (basic composition's delta is 1 here: it certifies nothing; the exact delta above is the "
+                      "informative statement)", soft_wrap=True)
+    elif r.exact_eps is not None:
+        console.print(f"  exact composition: delta <= {r.basic_delta:.4g} (basic composition's) already at eps = "
+                      f"{r.exact_eps:.6g} (the smallest eps with delta + error <= it)", soft_wrap=True)
+    else:
+        console.print(f"  exact composition: no eps found for delta <= {r.basic_delta:.4g} ({r.exact_eps_note})",
+                      soft_wrap=True)
 
 
 def _shown_hs(H: int, h_max: int) -> list[int]:
@@ -125,7 +181,7 @@ def _shown_hs(H: int, h_max: int) -> list[int]:
     return sorted(hs)
 
 
-def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -> None:
+def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, reports=None) -> None:
     """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star``."""
     from rich.table import Table
 
@@ -159,9 +215,28 @@ def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int) -
     console.print(f"R2 = E(Y - x)^2   = {fmt(mechanism.r2, 10)}")
     console.print(f"guarantee: (eps = {eps:g}, delta <= {delta_star:.4g})-LDP for inputs up to H = {H} apart "
                   "(delta_star is a rigorous upper bound)", soft_wrap=True)
+    _print_reports(console, reports)
 
 
-def _account_spec(path, eps, H, as_json: bool, summary: bool) -> None:
+def _on_z(mechanism, eps: float, H: int, as_json: bool, summary: bool, k) -> None:
+    """The three views of a mechanism on Z (summary, JSON rows, table), with ``--reports k`` if given."""
+    if summary:
+        _summary(mechanism, eps, H, as_json, k)
+        return
+    upper = _upper(mechanism, eps, H)
+    reports = None if k is None else _k_reports(mechanism, k, eps, upper, H)
+    if as_json:
+        _write_json(mechanism, eps, H, upper, reports)
+    else:
+        _print_table(mechanism, eps, H, upper, _worst_h(mechanism, H), reports)
+
+
+def _check_reports(k):
+    """``--reports``: an integer >= 1, or None when not given."""
+    return None if k is None else check_int(k, "--reports", minimum=1)
+
+
+def _account_spec(path, eps, H, as_json: bool, summary: bool, k=None) -> None:
     """``account --mechanism spec.json``: the spec's guarantee, recomputed (and its claims checked on load)."""
     from ..spec import Guarantee, load_spec
 
@@ -178,12 +253,7 @@ def _account_spec(path, eps, H, as_json: bool, summary: bool) -> None:
     eps = check_nonnegative(eps, "eps")
     H = _check_H(H, summary)
     if spec.domain is None:
-        if summary:
-            _summary(spec.mechanism, eps, H, as_json)
-        elif as_json:
-            _write_json(spec.mechanism, eps, H, _upper(spec.mechanism, eps, H))
-        else:
-            _print_table(spec.mechanism, eps, H, _upper(spec.mechanism, eps, H), _worst_h(spec.mechanism, H))
+        _on_z(spec.mechanism, eps, H, as_json, summary, k)
         return
     ch = spec.channel()
     worst = ch.delta_with_argmax(eps, H)
@@ -192,6 +262,20 @@ def _account_spec(path, eps, H, as_json: bool, summary: bool) -> None:
            "support_leakage": float(worst.support_leakage), "overlap": float(worst.overlap),
            "r1": float(np.mean(ch.distortion(1))), "r2": float(np.mean(ch.distortion(2))),
            "guarantee": Guarantee(eps=eps, delta=upper, H=H).to_dict()}
+    reports = None
+    if k is not None:
+        span = spec.domain[1] - spec.domain[0]
+        if spec.baseline:
+            reports = _k_reports(None, k, eps, upper, H, reason=f"a {spec.family} channel: its privacy loss lies "
+                                                                 "on no lattice")
+        elif spec.window == "clipped":
+            reports = _k_reports(None, k, eps, upper, H, reason="clipped windows: the rows are renormalized at the "
+                                                                "domain's edges, so the pairs share no loss lattice")
+        elif span < 1:
+            reports = _k_reports(None, k, eps, upper, H, reason="the domain has one value: no pair to tell apart")
+        else:  # extended windows: every row is the mechanism on Z, pairs at most min(H, hi - lo) apart
+            reports = _k_reports(spec.mechanism, k, eps, upper, min(H, span))
+        out["reports"] = reports.to_dict()
     if as_json:
         print_json(out)
         return
@@ -208,6 +292,7 @@ def _account_spec(path, eps, H, as_json: bool, summary: bool) -> None:
     console.print(f"R2 = E(Y - x)^2   = {fmt(out['r2'], 10)}")
     console.print(f"guarantee: (eps = {eps:g}, delta <= {upper:.4g})-LDP for inputs up to H = {H} apart "
                   "(rigorous upper bound)", soft_wrap=True)
+    _print_reports(console, reports)
 
 
 def _upper(target, eps, H) -> float:
@@ -243,14 +328,18 @@ def account(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (all h) instead of a table.")] = False,
     summary: Annotated[bool, typer.Option(
         "--summary", help="Only delta_star, the worst h and its split (no rows; any H up to 2^63 - 1).")] = False,
+    reports: Annotated[Optional[int], typer.Option(
+        "--reports", help="Also state the guarantee of K reports of one person: exact composition (lattice) "
+                          "beside basic composition.", show_default=False, metavar="K")] = None,
 ) -> None:
     """Exact delta_h for h = 1..H with its split (support leakage + overlap), delta_star, R1, R2."""
+    k = _check_reports(reports)
     if mechanism is not None:
         given = [name for name, v in (("--family", family), ("--s", s), ("--lam", lam), ("--sigma", sigma))
                  if v is not None]
         if given:
             raise ValueError(f"{given[0]} cannot be combined with --mechanism (the spec names the mechanism)")
-        _account_spec(mechanism, eps, H, as_json, summary)
+        _account_spec(mechanism, eps, H, as_json, summary, k)
         return
     missing = [name for name, v in (("--family", family), ("--s", s), ("--eps", eps), ("--H", H)) if v is None]
     if missing:
@@ -259,9 +348,4 @@ def account(
     mechanism_ = build_mechanism(family, s=s, lam=lam, sigma=sigma)
     eps = check_nonnegative(eps, "eps")
     H = _check_H(H, summary)
-    if summary:
-        _summary(mechanism_, eps, H, as_json)
-    elif as_json:
-        _write_json(mechanism_, eps, H, _upper(mechanism_, eps, H))
-    else:
-        _print_table(mechanism_, eps, H, _upper(mechanism_, eps, H), _worst_h(mechanism_, H))
+    _on_z(mechanism_, eps, H, as_json, summary, k)

@@ -10,6 +10,8 @@ Two routes, one interface (``delta(eps)``, ``epsilon(delta)``):
   fall back to dp-accounting, and the result says so (``exact``).
 * :func:`to_pld` -- one report's PLD as a dp-accounting object
   (pessimistic), to compose with other mechanisms (:mod:`.pld`).
+* :func:`k_reports` -- the guarantee of ``k`` reports as the CLI states it:
+  basic composition beside the exact one, each labelled (:mod:`.guarantee`).
 
 >>> from sparseldp import SparseGaussian
 >>> c = compose(SparseGaussian(sigma=2.0, s=21), 10, H=2)
@@ -20,6 +22,8 @@ Two routes, one interface (``delta(eps)``, ``epsilon(delta)``):
 from __future__ import annotations
 
 from .exact import Composition, LatticeComposition, PLDComposition, compose
+from .guarantee import KReports, k_reports
 from .pld import log_pmf_pair, to_pld
 
-__all__ = ["compose", "Composition", "LatticeComposition", "PLDComposition", "to_pld", "log_pmf_pair"]
+__all__ = ["compose", "Composition", "LatticeComposition", "PLDComposition", "to_pld", "log_pmf_pair", "k_reports",
+           "KReports"]

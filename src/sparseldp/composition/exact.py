@@ -162,6 +162,10 @@ class LatticeComposition(Composition):
         """
         return self._delta(eps)[1]
 
+    def delta_with_error(self, eps):
+        """``(delta(eps), delta_error(eps))`` from one evaluation (each broadcasts like ``eps``)."""
+        return self._delta(eps)
+
     def _delta(self, eps):
         e = check_eps_array(eps, "eps")
         vals, errs = self._kfold.delta(e)

@@ -54,6 +54,9 @@ _RENAMED = {
 
 
 _INF = math.inf
+_F64 = np.float64
+_defect_scalar = accounting.defect_scalar
+_epsilon_segments = accounting._epsilon_segments
 
 
 def _scalar_eps(eps):
@@ -197,9 +200,13 @@ class RadiusMechanism:
         microseconds; :mod:`sparseldp.core.accounting`, "Scalars at
         function-call cost"); arrays broadcast.
         """
+        if type(eps) is float and type(h) is int and 0.0 <= eps < _INF and 0 <= h <= INT64_MAX:
+            k = self._scalar_kernel  # the plain case first: two type tests, no conversion
+            if k is not None:
+                return _F64(_defect_scalar(k, eps, h, "near")[0])
         k, e1, h1 = self._scalar_kernel, _scalar_eps(eps), _scalar_int(h, 0)
         if k is not None and e1 is not None and h1 is not None:
-            return np.float64(accounting.defect_scalar(k, e1, h1, "near")[0])
+            return _F64(_defect_scalar(k, e1, h1, "near")[0])
         return self.defect_h(eps, h).total
 
     def delta_h_upper(self, eps, h):
@@ -212,9 +219,13 @@ class RadiusMechanism:
         on the kernel sums (see :mod:`sparseldp.core.kernels`); broadcasts like
         :meth:`delta_h` (scalars take the same fast path).
         """
+        if type(eps) is float and type(h) is int and 0.0 <= eps < _INF and 0 <= h <= INT64_MAX:
+            k = self._scalar_kernel
+            if k is not None:
+                return _F64(_defect_scalar(k, eps, h, "up")[0])
         k, e1, h1 = self._scalar_kernel, _scalar_eps(eps), _scalar_int(h, 0)
         if k is not None and e1 is not None and h1 is not None:
-            return np.float64(accounting.defect_scalar(k, e1, h1, "up")[0])
+            return _F64(_defect_scalar(k, e1, h1, "up")[0])
         e, hh = broadcast(("eps", check_eps_array(eps, "eps")), ("h", check_int_array(h, "h", minimum=0)))
         return accounting.defect_bounds(self.kernel, e, hh)[0][()]
 
@@ -235,9 +246,14 @@ class RadiusMechanism:
         Rounded to nearest (may err slightly below the exact value);
         certificates use :meth:`delta_star_upper`.
         """
+        if type(eps) is float and type(H) is int and 0.0 <= eps < _INF and 1 <= H <= INT64_MAX:
+            k = self._scalar_kernel
+            if k is not None:
+                top = 2 * k.t + 1
+                return _F64(_defect_scalar(k, eps, H if H < top else top, "near")[0])
         k, e1, H1 = self._scalar_kernel, _scalar_eps(eps), _scalar_int(H, 1)
         if k is not None and e1 is not None and H1 is not None:
-            return np.float64(accounting.defect_scalar(k, e1, min(H1, 2 * self.t + 1), "near")[0])
+            return _F64(_defect_scalar(k, e1, min(H1, 2 * self.t + 1), "near")[0])
         e = check_eps_array(eps, "eps")
         H = check_int(H, "H", minimum=1)
         return accounting.delta_profile(self.kernel, e, H)[0][()]
@@ -253,9 +269,14 @@ class RadiusMechanism:
         This is what :meth:`epsilon`, :meth:`is_ldp` and
         :func:`sparseldp.design` compare with their targets.
         """
+        if type(eps) is float and type(H) is int and 0.0 <= eps < _INF and 1 <= H <= INT64_MAX:
+            k = self._scalar_kernel
+            if k is not None:
+                top = 2 * k.t + 1
+                return _F64(_defect_scalar(k, eps, H if H < top else top, "up")[0])
         k, e1, H1 = self._scalar_kernel, _scalar_eps(eps), _scalar_int(H, 1)
         if k is not None and e1 is not None and H1 is not None:
-            return np.float64(accounting.defect_scalar(k, e1, min(H1, 2 * self.t + 1), "up")[0])
+            return _F64(_defect_scalar(k, e1, min(H1, 2 * self.t + 1), "up")[0])
         e = check_eps_array(eps, "eps")
         H = check_int(H, "H", minimum=1)
         return accounting.delta_profile(self.kernel, e, H, "up")[0][()]
@@ -269,9 +290,18 @@ class RadiusMechanism:
         exceeds ``delta`` for some ``h <= H`` (then no ``eps`` works), or is
         within rounding of ``delta`` (then no ``eps`` can be certified; the
         message says so).  A root-find on one separation (``h = min(H, 2t+1)``,
-        by the lemma of :mod:`sparseldp.core.accounting`) solved segment by
-        segment in closed form: tens of microseconds, whatever ``H``.
+        by the lemma of :mod:`sparseldp.core.accounting`): the segment of the
+        root located in a table of the breakpoints (built once per separation),
+        the root in closed form, then one certification with the upper bound --
+        a few microseconds whatever ``H``.
         """
+        if type(delta) is float and type(H) is int and 0.0 < delta < 1.0 and 1 <= H <= INT64_MAX:
+            k = self._scalar_kernel  # the plain case: the segment search, no other dispatch
+            if k is not None:
+                top = 2 * k.t + 1
+                got = _epsilon_segments(k, delta, H if H < top else top, 1e-12)
+                if got is not None:
+                    return got
         if not (type(delta) is float and 0.0 <= delta <= 1.0):
             delta = check_probability(delta, "delta")
         if not (type(H) is int and H >= 1):

@@ -7,7 +7,38 @@ import math
 
 import numpy as np
 
-from .rounding import _NEG_INF, _logaddexp, _quiet, _s_logaddexp
+from .rounding import _INF, _NEG_INF, _logaddexp, _nextafter, _quiet, _s_exp, _s_exp_dn, _s_exp_up, _s_logaddexp
+
+#: Separations whose scalar-twin constants a kernel keeps per mode (:meth:`LogConcaveKernel._memo`).
+MEMO_SEPARATIONS = 32
+#: Per-``K`` entries kept per separation and mode (about 200 bytes each with the dictionary's own:
+#: at most about 10 MB per kernel over every separation and mode, typically a few kB).
+MEMO_INDICES = 512
+
+_FLIP = {"near": "near", "up": "dn", "dn": "up"}
+
+
+def _lin(logv: float, log_c: float, mode: str) -> float:
+    """One numerator term ``e^{logv - log_c}`` as the accountant's array path forms it: nearest, or the
+    exponent and the exponential bounded outward (``2^-1072`` underflow slack included)."""
+    if mode == "near":
+        return _s_exp(logv - log_c)
+    if mode == "up":
+        return _s_exp_up(_nextafter(logv - log_c, _INF))
+    return _s_exp_dn(_nextafter(logv - log_c, _NEG_INF))
+
+
+def _lin_add(acc: float, logv: float, log_c: float, mode: str) -> float:
+    """``acc + e^{logv - log_c}`` as the accountant's array path forms and adds one numerator term:
+    nearest, or (``"up"`` / ``"dn"``) the exponent and the exponential bounded outward (``2^-1072``
+    underflow slack included) and the addition of a positive term rounded outward."""
+    if mode == "near":
+        return acc + _s_exp(logv - log_c)
+    if mode == "up":
+        v = _s_exp_up(_nextafter(logv - log_c, _INF))
+        return _nextafter(acc + v, _INF) if v > 0 else acc + v
+    v = _s_exp_dn(_nextafter(logv - log_c, _NEG_INF))
+    return _nextafter(acc + v, _NEG_INF) if v > 0 else acc + v
 
 
 class Kernel(abc.ABC):
@@ -104,9 +135,11 @@ class LogConcaveKernel(Kernel):
     function-call cost, their *scalar twins* on Python floats, which must
     return exactly the array methods' values (the same operations, numpy's
     elementary functions; :mod:`.rounding`, "scalar twins"):
-    ``_range_nonneg_s``, :meth:`numerator_terms_s`, plus :meth:`loss_s`,
-    :meth:`last_excess_s` and ``_half_fast`` for the root search of
-    ``epsilon``.
+    ``_range_nonneg_s``, ``_leak_terms_s`` and :meth:`overlap_s` (the
+    numerator's leakage and overlap terms, normalized and summed as the
+    accountant's array path does), plus :meth:`loss_s`,
+    :meth:`last_excess_s`, :meth:`segments` and ``_half_fast`` for the root
+    search of ``epsilon``.
     """
 
     log_concave = True
@@ -157,13 +190,78 @@ class LogConcaveKernel(Kernel):
         """Scalar ``_range_nonneg``: ``log sum_{i=a}^{b} w(i)`` for integers ``0 <= a``, ``b <= t``."""
 
     @abc.abstractmethod
-    def numerator_terms_s(self, eps: float, h: int, mode: str) -> list:
-        """Scalar :meth:`numerator_terms` for one ``eps`` (float ``>= 0``, may be ``inf``) and
-        ``1 <= h <= 2t``: the *nonempty* terms only, in the same order, as ``(log_value, is_leak)``."""
+    def _leak_terms_s(self, h: int, mode: str) -> list:
+        """The support-leakage terms of :meth:`numerator_terms` for one ``1 <= h <= 2t``: the *nonempty* ones,
+        in the same order, as log values (they do not depend on ``eps``; :meth:`leak_s` sums them once)."""
+
+    @abc.abstractmethod
+    def overlap_s(self, eps: float, h: int, mode: str) -> float:
+        """The overlap excess ``delta_h(eps) - leak`` of one ``eps`` (float ``>= 0``, may be ``inf``) and
+        ``1 <= h <= 2t``: the scalar twin of the overlap part of the accountant's array path.
+
+        Each overlap term of :meth:`numerator_terms` becomes ``e^{log v - log C}`` (``C`` bounded the
+        other way for ``"up"`` / ``"dn"``, the exponent and the exponential rounded outward, with the
+        ``2^-1072`` underflow slack) and the terms are summed in order, each addition of a positive
+        term rounded outward: the operations of ``_prefix_parts`` in
+        :mod:`sparseldp.core.accounting`, on one float.  The pieces that do not depend on ``eps``
+        (per separation, and per last excess index ``K``) are computed once and kept
+        (:meth:`_memo`): the values are the ones the operations give, so the result is the array
+        path's, bit for bit.
+        """
+
+    def _memo(self, mode: str) -> dict:
+        """The scalar twins' per-separation constants in one mode: ``{h: constants}`` (eps-free, computed once).
+
+        At most :data:`MEMO_SEPARATIONS` separations are kept (the table is emptied beyond), and each
+        separation keeps at most :data:`MEMO_INDICES` per-``K`` entries: memory stays bounded
+        whatever the calls.
+        """
+        got = self.__dict__.get("_smemo")
+        if got is None:
+            got = self.__dict__["_smemo"] = {"near": {}, "up": {}, "dn": {}}
+        memo = got[mode]
+        if len(memo) >= MEMO_SEPARATIONS:
+            memo.clear()
+        return memo
+
+    def leak_s(self, h: int, mode: str) -> float:
+        """The support leakage ``M(S(0) \\ S(h) | 0)`` for ``1 <= h <= 2t`` as the array path computes it
+        (nearest, or a rigorous bound): its terms (:meth:`_leak_terms_s`) turned into ``e^{log v - log C}``
+        and summed like the overlap terms of :meth:`overlap_s`.  Independent of ``eps``: kept per ``h``."""
+        memo = self.__dict__.get("_sleak")
+        if memo is None:
+            memo = self.__dict__["_sleak"] = {"near": {}, "up": {}, "dn": {}}
+        memo = memo[mode]
+        got = memo.get(h)
+        if got is None:
+            if len(memo) >= MEMO_SEPARATIONS:
+                memo.clear()
+            log_c = self.log_normalizer_bound(_FLIP[mode])
+            got = 0.0
+            for logv in self._leak_terms_s(h, mode):
+                got = _lin_add(got, logv, log_c, mode)
+            memo[h] = got
+        return got
 
     @abc.abstractmethod
     def loss_s(self, h: int, k: int) -> float:
         """The overlap loss ``L_h(k) = log w(k) - log w(k - h)`` (rounded) for ``h - t <= k <= t``."""
+
+    @abc.abstractmethod
+    def segments(self, h: int):
+        """``(K, L)``: int64 and float arrays, ``K`` ascending, for ``1 <= h <= 2t``.
+
+        As ``eps`` falls from the largest overlap loss to 0, the excess set ``[h - t, K(eps)]`` grows
+        through the values ``K``: the last indices of the runs of equal loss ``L_h(k) > 0`` on
+        ``[h - t, t]`` (a run ends where the loss drops), and ``L = L_h(K)`` (rounded).  The excess set
+        is ``[h - t, K_j]`` exactly for ``L_{j+1} <= eps < L_j`` (``L_{j+1} = 0`` past the last);
+        ``K`` is empty when no overlap loss is positive.  Used by the table root search of
+        :func:`sparseldp.core.accounting.epsilon_for_delta`; :meth:`segment_count` is its length,
+        in O(1)."""
+
+    @abc.abstractmethod
+    def segment_count(self, h: int) -> int:
+        """The length of :meth:`segments` ``(h)``, without building it."""
 
     @abc.abstractmethod
     def last_excess_s(self, eps: float, h: int) -> int:

@@ -18,11 +18,15 @@ import math
 
 import numpy as np
 
-from .base import LogConcaveKernel
+from .base import _FLIP, MEMO_INDICES, LogConcaveKernel, _lin_add
 from .rounding import (
+    _FN_REL,
+    TINY,
     U,
     _NEG_INF,
     _add,
+    _ex,
+    _exm1,
     _exp_dn,
     _exp_up,
     _flip,
@@ -33,6 +37,7 @@ from .rounding import (
     _INF,
     _nextafter,
     _s_add,
+    _s_exp_up,
     _s_ceil,
     _s_dn,
     _s_log_up,
@@ -136,6 +141,7 @@ class GaussianKernel(LogConcaveKernel):
             self._suffix = self._build_suffix()  # suffix[j] = log sum_{i=j}^{t} w(i)
         self._elog = None  # lazily: float32 bounds on |suffix - exact|
         self._sbounds = None  # lazily, for t < 2^22: (lower, upper) bounds on the suffix array
+        self._smemo = {"near": {}, "up": {}, "dn": {}}  # the scalar twins' eps-free constants (_memo)
 
     def __repr__(self) -> str:
         return f"SparseGaussian(sigma={self.sigma!r}, s={2 * self.t + 1})"
@@ -517,46 +523,95 @@ class GaussianKernel(LogConcaveKernel):
             return h - self.t - 1
         return int(min(max(last, float(h - self.t - 1)), float(self.t)))
 
-    def numerator_terms_s(self, eps: float, h: int, mode: str) -> list:
-        """Scalar :meth:`numerator_terms` (the nonempty terms, as ``(log_value, is_leak)``)."""
+    def _leak_terms_s(self, h: int, mode: str) -> list:
+        """The leakage term of :meth:`numerator_terms`: ``log sum_{k=-t}^{h-t-1} w(k)``."""
+        return [self._range_s(-self.t, h - self.t - 1, mode)] if h >= 1 else []
+
+    def _h_consts_s(self, h: int, mode: str):
+        """Per-separation constants of :meth:`overlap_s`: ``(log C, {K: (log A_K, log B_K)})``."""
+        got = (self.log_normalizer_bound(_FLIP[mode]), {})
+        self._memo(mode)[h] = got
+        return got
+
+    def _k_consts_s(self, kmemo: dict, h: int, K: int, mode: str):
+        """``(log A_K, log B_K)``: ``A_K = sum_{k=h-t}^{K} w(k)``, ``B_K = sum_{k=-t}^{K-h} w(k)``, as
+        :meth:`numerator_terms` bounds them (``A`` in ``mode``, ``B`` the other way)."""
         t = self.t
-        if h < 1:
-            return []
-        terms = [(self._range_s(-t, h - t - 1, mode), True)]
+        got = (self._range_s(h - t, K, mode), self._range_s(-t, K - h, _FLIP[mode]))
+        if len(kmemo) >= MEMO_INDICES:
+            kmemo.clear()
+        kmemo[K] = got
+        return got
+
+    def overlap_s(self, eps: float, h: int, mode: str) -> float:
+        """Scalar twin of the overlap terms of :meth:`numerator_terms` (``A - e^eps B`` over the excess set
+        and, for ``"up"``, the edge term), normalized and summed (see :meth:`LogConcaveKernel.overlap_s`)."""
+        t = self.t
+        log_c, kmemo = self._smemo[mode].get(h) or self._h_consts_s(h, mode)
         lo = h - t
         if mode == "near":
             last = self._last_near_s(eps, h)
-            if last >= lo:
-                log_a = self._range_s(lo, last, "near")
-                log_b = self._range_s(-t, last - h, "near")
-                terms.append((_s_logsubexp_near(log_a, eps + log_b), False))
-            return terms
+            if last < lo:
+                return 0.0
+            log_a, log_b = kmemo.get(last) or self._k_consts_s(kmemo, h, last, mode)
+            return _ex(_s_logsubexp_near(log_a, eps + log_b) - log_c)
         hf = float(h)
         s2_dn, s2_up = self._s2
         se_up = _nextafter(s2_up * eps, _INF)
-        se_dn = max(_nextafter(s2_dn * eps, -_INF), 0.0)
+        se_dn = _nextafter(s2_dn * eps, -_INF)
+        if se_dn < 0.0:  # max(se_dn, 0.0), NaN kept
+            se_dn = 0.0
         k_up = _nextafter(hf / 2.0 - _nextafter(se_dn / hf, -_INF), _INF)
         k_dn = _nextafter(hf / 2.0 - _nextafter(se_up / hf, _INF), -_INF)
-        lof = float(lo - 1)
-        K_lo = _s_ceil(k_dn) - 1.0
-        K_hi = _s_ceil(k_up) - 1.0
-        K_lo = int(min(max(K_lo, lof), float(t))) if math.isfinite(K_lo) else lo - 1
-        K_hi = int(min(max(K_hi, lof), float(t))) if math.isfinite(K_hi) else lo - 1
-        K_hi = max(K_hi, K_lo)
+        # K = ceil(k) - 1 clamped to [lo - 1, t] (lo - 1 when k is not finite), in integers: the values of
+        # the float expression of numerator_terms, since |k| < 2^53 wherever the clamp does not decide
+        K_lo = K_hi = lo - 1
+        if -_INF < k_dn < _INF:
+            K_lo = min(max(math.ceil(k_dn) - 1, lo - 1), t)
+        if -_INF < k_up < _INF:
+            K_hi = min(max(math.ceil(k_up) - 1, lo - 1), t)
+        ov = 0.0
         if K_lo >= lo:
-            log_a = self._range_s(lo, K_lo, mode)
+            log_a, log_b = kmemo.get(K_lo) or self._k_consts_s(kmemo, h, K_lo, mode)
             if mode == "up":
-                log_b = self._range_s(-t, K_lo - h, "dn")
-                ov = _s_logsubexp_up(log_a, _nextafter(eps + log_b, -_INF))
+                # _s_logsubexp_up(log_a, eps + log_b rounded down) and _lin_add, inlined (the hot path)
+                x = log_a
+                if x == _NEG_INF:
+                    lv = _NEG_INF
+                else:
+                    z = _nextafter(_nextafter(eps + log_b, _NEG_INF) - x, _NEG_INF)
+                    lv = _nextafter(x, _INF)
+                    if z < 0:
+                        g = -_exm1(z)
+                        g = _nextafter(g + (_FN_REL * g + TINY), _INF)
+                        v = _nextafter(x + _s_log_up(g if not g > 1.0 else 1.0), _INF)
+                        if not lv < v:
+                            lv = v
+                v = _s_exp_up(_nextafter(lv - log_c, _INF))
+                ov = _nextafter(v, _INF) if v > 0 else v
             else:
-                log_b = self._range_s(-t, K_lo - h, "up")
-                ov = _s_logsubexp_dn(log_a, _nextafter(eps + log_b, _INF))
-            terms.append((ov, False))
+                ov = _lin_add(ov, _s_logsubexp_dn(log_a, _nextafter(eps + log_b, _INF)), log_c, mode)
         if mode == "up" and K_hi > K_lo:
+            # the indices within rounding of kappa: their positive parts are at most w(k) min(1, F)
             F = _nextafter(_nextafter(2.0 * hf * self._c_up, _INF) * _nextafter(k_up - k_dn, _INF), _INF)
             lf = _s_log_up(min(F, 1.0))
-            terms.append((_s_add(self._range_s(K_lo + 1, K_hi, "up"), lf, "up"), False))
-        return terms
+            key = (K_lo, K_hi)
+            edge = kmemo.get(key)
+            if edge is None:
+                if len(kmemo) >= MEMO_INDICES:
+                    kmemo.clear()
+                edge = kmemo[key] = self._range_s(K_lo + 1, K_hi, "up")
+            ov = _lin_add(ov, _s_add(edge, lf, "up"), log_c, mode)
+        return ov
+
+    def segments(self, h: int):
+        """:meth:`LogConcaveKernel.segments`: the loss ``h (h - 2k) / (2 sigma^2)`` is strictly decreasing in
+        ``k``, so every ``k`` of ``[h - t, min(t, ceil(h/2) - 1)]`` ends a run of its own."""
+        K = np.arange(h - self.t, min(self.t, (h + 1) // 2 - 1) + 1, dtype=np.int64)
+        return K, self._c * float(h) * (h - 2 * K).astype(float)
+
+    def segment_count(self, h: int) -> int:
+        return max(0, min(self.t, (h + 1) // 2 - 1) - (h - self.t) + 1)
 
     def _half_fast(self, i: int, j: int) -> float:
         x, y = self._suffix.item(i), self._suffix.item(j + 1)  # log S_i, log S_{j+1}

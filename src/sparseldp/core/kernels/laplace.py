@@ -14,22 +14,29 @@ import math
 
 import numpy as np
 
-from .base import LogConcaveKernel
+from .base import _FLIP, MEMO_INDICES, LogConcaveKernel, _lin, _lin_add
 from .rounding import (
+    _FN_REL,
+    TINY,
     U,
     _INF,
     _NEG_INF,
     _add,
+    _ex,
+    _exm1,
     _exp_dn,
     _exp_up,
+    _lg,
     _log1mexp,
     _nextafter,
     _quiet,
     _s_add,
     _s_ceil,
     _s_dn,
+    _s_exp_up,
     _s_ldexp,
     _s_log1mexp,
+    _s_log_up,
     _s_two_prod,
     _s_up,
     _two_prod,
@@ -58,6 +65,7 @@ class LaplaceKernel(LogConcaveKernel):
         # lam = f 2^E with 1/2 <= f < 1: products f * m are error-free for integers m <= 2^53
         f, E = math.frexp(self.lam)
         self._lam_f, self._lam_e = float(f), int(E)
+        self._smemo = {"near": {}, "up": {}, "dn": {}}  # the scalar twins' eps-free constants (_memo)
 
     def __repr__(self) -> str:
         return f"SparseLaplace(lam={self.lam!r}, s={2 * self.t + 1})"
@@ -325,50 +333,134 @@ class LaplaceKernel(LogConcaveKernel):
                 return K
         raise RuntimeError("internal error: the Laplace excess boundary did not settle")  # pragma: no cover
 
-    def numerator_terms_s(self, eps: float, h: int, mode: str) -> list:
-        """Scalar :meth:`numerator_terms` (the nonempty terms, as ``(log_value, is_leak)``)."""
+    def _leak_terms_s(self, h: int, mode: str) -> list:
+        """The leakage terms of :meth:`numerator_terms` for one ``h`` (the nonempty ones, as log values)."""
         t = self.t
         hf = float(h)
-        terms = []
         if h <= t:
-            if h >= 1:
-                terms.append((self._log_geom_s(t - hf + 1.0, max(hf, 1.0), mode), True))
-        else:
-            if t >= 1:
-                terms.append((self._log_geom_s(1.0, max(float(t), 1.0), mode), True))
-            terms.append((self._log_geom_s(0.0, max(hf - t, 1.0), mode), True))
-        if h < 1:
-            return terms
-        pos, d = self._lam_m_minus_eps_s(hf, eps, mode)
-        if not pos:
-            return terms
-        if h <= t:  # region 1: k = h-t .. 0, all with loss lam h
-            g = self._log_geom_s(0.0, max(t - hf + 1.0, 1.0), mode)
-            terms.append((_s_add(_s_log1mexp(d, mode), g, mode), False))
-        k1 = max(1.0, hf - t)
-        cap = _s_ceil(hf / 2.0) - 1.0
-        K = self._last_excess_s(hf, eps, k1, cap, exact=mode != "near")
-        if not K >= k1:
-            return terms
+            return [self._log_geom_s(t - hf + 1.0, max(hf, 1.0), mode)] if h >= 1 else []
+        terms = [self._log_geom_s(1.0, max(float(t), 1.0), mode)] if t >= 1 else []
+        terms.append(self._log_geom_s(0.0, max(hf - t, 1.0), mode))
+        return terms
+
+    def _h_consts_s(self, h: int, mode: str):
+        """Per-separation constants of :meth:`overlap_s`: ``(h, G, k1, cap, log C, {K: ...})``."""
+        t = self.t
+        hf = float(h)
+        # region 1 (k = h-t .. 0) exists for h <= t; its geometric sum G(0, t - h + 1)
+        g = self._log_geom_s(0.0, max(t - hf + 1.0, 1.0), mode) if h <= t else None
+        got = (hf, g, max(1.0, hf - t), _s_ceil(hf / 2.0) - 1.0, self.log_normalizer_bound(_FLIP[mode]), {})
+        self._memo(mode)[h] = got
+        return got
+
+    def _k_consts_s(self, kmemo: dict, K: float, k1: float, log_c: float, mode: str):
+        """Per-``K`` constants of :meth:`overlap_s`: ``(v1 or None, lam K, common)`` with ``v1`` the first
+        region-2 term already normalized (it depends on ``K`` alone), ``common = log (1 - q^n)/(1 - q)``."""
         n = K - k1 + 1.0
-        _, dk = self._lam_m_minus_eps_s(hf - 2.0 * K, eps, mode)
-        if mode == "near":
-            dk = max(dk, 0.0)
         common = self._log_geom_s(0.0, n, mode)
         lam = self.lam
         if mode == "near":
+            lamK = lam * K
             v1 = -lam * k1 + _s_log1mexp(lam * (K - k1), "near") + common
-            v2 = _s_log1mexp(dk, "near") - lam * K + common
         else:
             lamk1 = _s_up(lam * k1) if mode == "dn" else _s_dn(lam * k1)
             lamK = _s_up(lam * K) if mode == "dn" else _s_dn(lam * K)
             lamd = _s_dn(lam * (K - k1)) if mode == "dn" else _s_up(lam * (K - k1))
             v1 = _s_add(_s_add(-lamk1, _s_log1mexp(lamd, mode), mode), common, mode)
-            v2 = _s_add(_s_add(_s_log1mexp(dk, mode), -lamK, mode), common, mode)
-        if K > k1:
-            terms.append((v1, False))
-        terms.append((v2, False))
-        return terms
+        v1 = _lin(v1, log_c, mode) if K > k1 else None
+        if len(kmemo) >= MEMO_INDICES:
+            kmemo.clear()
+        got = kmemo[K] = (v1, lamK, common)
+        return got
+
+    def overlap_s(self, eps: float, h: int, mode: str) -> float:
+        """Scalar twin of the overlap terms of :meth:`numerator_terms` (region 1, then region 2's two
+        products), normalized and summed (see :meth:`LogConcaveKernel.overlap_s`)."""
+        hc = self._smemo[mode].get(h) or self._h_consts_s(h, mode)
+        hf, g, k1, cap, log_c, kmemo = hc
+        if mode == "up":
+            return self._overlap_up_s(eps, hf, g, k1, cap, log_c, kmemo)
+        pos, d = self._lam_m_minus_eps_s(hf, eps, mode)
+        if not pos:
+            return 0.0
+        if mode == "near":
+            ov = 0.0 if g is None else _ex(_lg(-_exm1(-d)) + g - log_c)
+            K = self._last_excess_s(hf, eps, k1, cap, exact=False)
+            if not K >= k1:
+                return ov
+            v1, lamK, common = kmemo.get(K) or self._k_consts_s(kmemo, K, k1, log_c, mode)
+            if v1 is not None:
+                ov += v1
+            _, dk = self._lam_m_minus_eps_s(hf - 2.0 * K, eps, mode)
+            dk = max(dk, 0.0)  # K may sit one past a near tie: its term is then within rounding of 0
+            return ov + _ex(_lg(-_exm1(-dk)) - lamK + common - log_c)
+        ov = 0.0  # "dn"
+        if g is not None:  # region 1: (1 - e^{-d}) G(0, t - h + 1)
+            ov = _lin_add(ov, _s_add(_s_log1mexp(d, mode), g, mode), log_c, mode)
+        K = self._last_excess_s(hf, eps, k1, cap)
+        if not K >= k1:
+            return ov
+        v1, lamK, common = kmemo.get(K) or self._k_consts_s(kmemo, K, k1, log_c, mode)
+        if v1 is not None:
+            ov = _nextafter(ov + v1, _NEG_INF) if v1 > 0 else ov + v1
+        _, dk = self._lam_m_minus_eps_s(hf - 2.0 * K, eps, mode)
+        return _lin_add(ov, _s_add(_s_add(_s_log1mexp(dk, mode), -lamK, mode), common, mode), log_c, mode)
+
+    def _overlap_up_s(self, eps, hf, g, k1, cap, log_c, kmemo):
+        """:meth:`overlap_s` in mode ``"up"``: the operations of the ``"dn"`` branch with the directions
+        reversed, and the helpers (``_lam_m_minus_eps_s`` and ``_last_excess_s`` away from ties,
+        ``_s_log1mexp``, ``_s_add``, ``_lin_add``) written out: the hot path of every certificate."""
+        lam = self.lam
+        p = lam * hf
+        d = p - eps
+        if abs(d) <= 2.0**-20 * p:  # near a tie: the exact split
+            pos, d = self._lam_m_minus_eps_s(hf, eps, "up")
+            if not pos:
+                return 0.0
+        elif d > 0:
+            d = _nextafter(_nextafter(p, _INF) - eps, _INF)
+        else:
+            return 0.0
+        ov = 0.0
+        if g is not None:  # region 1
+            r = -_exm1(-d)
+            r = _nextafter(r + (_FN_REL * abs(r) + TINY), _INF)
+            r = _nextafter(_s_log_up(r if not r > 1.0 else 1.0) + g, _INF)
+            v = _s_exp_up(_nextafter(r - log_c, _INF))
+            ov = _nextafter(v, _INF) if v > 0 else v
+        r = eps / lam
+        x = (hf - r) / 2.0
+        if abs(x - float(round(x))) > 4.0 * U * (hf + abs(r)) + 1e-300:  # K is certain (_last_excess_s)
+            K = min(max(_s_ceil(x) - 1.0, k1 - 1.0), cap)
+        else:
+            K = self._last_excess_s(hf, eps, k1, cap)
+        if not K >= k1:
+            return ov
+        v1, lamK, common = kmemo.get(K) or self._k_consts_s(kmemo, K, k1, log_c, "up")
+        if v1 is not None:
+            ov = _nextafter(ov + v1, _INF) if v1 > 0 else ov + v1
+        m = hf - 2.0 * K
+        p = lam * m
+        dk = p - eps
+        if abs(dk) <= 2.0**-20 * p:
+            dk = self._lam_m_minus_eps_s(m, eps, "up")[1]
+        else:
+            dk = _nextafter(_nextafter(p, _INF) - eps, _INF)
+        r = -_exm1(-dk)
+        r = _nextafter(r + (_FN_REL * abs(r) + TINY), _INF)
+        r = _nextafter(_nextafter(_s_log_up(r if not r > 1.0 else 1.0) - lamK, _INF) + common, _INF)
+        v = _s_exp_up(_nextafter(r - log_c, _INF))
+        return _nextafter(ov + v, _INF) if v > 0 else ov + v
+
+    def segments(self, h: int):
+        """:meth:`LogConcaveKernel.segments`: the loss ``lam (|k - h| - |k|)`` is ``lam h`` on ``k <= 0`` (one
+        run, ending at ``K = 0``, when ``h <= t``) and ``lam (h - 2k)`` on ``0 <= k < h/2``."""
+        t = self.t
+        K = np.arange(max(0, h - t), (h + 1) // 2, dtype=np.int64)
+        return K, self.lam * (np.abs(K - h) - np.abs(K)).astype(float)
+
+    def segment_count(self, h: int) -> int:
+        return max(0, (h + 1) // 2 - max(0, h - self.t))
 
     def _half_fast(self, i: int, j: int) -> float:
         lam = self.lam
