@@ -16,7 +16,11 @@ Path (:data:`_PATH`, from most to least regularized):
    expected value under a correct fit, roughly); at most
    :data:`_STOP_CAP` steps.  Early stopping is the classical regularization
    of EM (Richardson-Lucy); this rule sets it from the counts;
-3. the MLE (EM to its certificate, as ``"em"``).
+3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
+   with more than :data:`_MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
+   and a window of 275): there its fold fits need banded Newton solves that
+   take minutes, so the path ends at the discrepancy-stopped EM; ``"em"``
+   remains available explicitly.
 
 Folds.  Reports are i.i.d., so, given the count vector ``c`` (``n``
 reports), a uniformly random split of the reports into ``K`` groups of
@@ -56,9 +60,13 @@ misses, the fixed methods' errors differ by up to 10x while their held-out
 likelihoods differ by less than one standard error, i.e. the reports do
 not tell them apart.
 
-Cost: the K folds run together (one sparse mat-mat product per step for all
+Cost: the K folds run together (one mat-mat product per step for all
 folds), so selection costs about ``K`` fits of each member, with the
-per-step overhead of one.
+per-step overhead of one.  EMS is SQUAREM-accelerated
+(``solvers._ems_fixed``), and for a kernel on Z with a long window the
+products are FFT convolutions (:mod:`sparseldp.estimation._toeplitz`,
+``O(k log k)`` instead of ``O(k s)``); the reported log-likelihood and gap
+use the exact sparse channel.
 """
 
 from __future__ import annotations
@@ -70,7 +78,7 @@ import math
 import numpy as np
 
 from .model import _Model
-from .solvers import _mle, _smooth
+from .solvers import _ems_fixed, _mle
 
 # Number of folds.
 _FOLDS = 5
@@ -84,6 +92,9 @@ _SELECT_TOL = 1e-6
 _SE_FACTOR = 1.0
 # Floor on the (column-scaled) held-out output probability.
 _Q_FLOOR = 1e-300
+# The MLE is left off the path of sparse channels with more stored entries than this (its fold
+# fits need banded Newton solves: minutes on 10^4 values with windows of hundreds).
+_MLE_NNZ_MAX = 1_000_000
 # The path, most regularized first: ("ems", weight), ("stop", 0) and ("mle", 0).
 _PATH = tuple(("ems", w) for w in _EMS_WEIGHTS) + (("stop", 0), ("mle", 0))
 
@@ -115,22 +126,10 @@ def _em_map(A, AT, C, inv_n, P):
 
 
 def _ems_cols(A, AT, C, inv_n, P, weight, tol, max_iter):
-    """Batched EMS (one ``(w, 1 - 2w, w)`` pass per step) to its estimated fixed point in every column."""
-    steps = []
-    span = 5
-    for evals in range(1, max_iter + 1):
-        Pn = _smooth(_em_map(A, AT, C, inv_n, P), 1, weight, axis=0)
-        Pn /= Pn.sum(axis=0, keepdims=True)
-        d = 0.5 * float(np.abs(Pn - P).sum(axis=0).max())
-        steps.append(d)
-        P = Pn
-        if d <= 1e-14:
-            return P, evals
-        if evals > span:
-            rho = (d / steps[-1 - span]) ** (1.0 / span) if steps[-1 - span] > 0 else 0.0
-            if rho < 1.0 and d * rho / (1.0 - rho) <= tol:
-                return P, evals
-    return P, max_iter
+    """EMS (one ``(w, 1 - 2w, w)`` pass per step) to its estimated fixed point in every column
+    (``solvers._ems_fixed``).  Returns (P, evaluations)."""
+    P, evals, _ = _ems_fixed(A, AT, C, inv_n, P, 1, weight, tol, max_iter)
+    return P, evals
 
 
 def _stopped_cols(A, AT, C, scale, cap):
@@ -171,10 +170,15 @@ def _logq(AT, P) -> np.ndarray:
     return np.log(np.maximum(AT @ P, _Q_FLOOR))
 
 
+def _with_mle(model: _Model) -> bool:
+    """Whether the MLE is on the path: its fold fits (EM finished by banded Newton) are affordable."""
+    return model.dense or model.nnz <= _MLE_NNZ_MAX
+
+
 def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
     """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals."""
     obs = np.flatnonzero(c_all > 0)
-    A, AT = model.columns(obs)
+    A, AT = model.fast_columns(obs)
     H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
     C = H.sum(axis=1, keepdims=True) - H  # training counts
     n_train = C.sum(axis=0)
@@ -192,7 +196,10 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
     P, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter))
     evals += int(steps.max())
     scores[("stop", 0)] = _logq(AT, P)
+    if not _with_mle(model):
+        return scores, H, evals
     # the MLE on each training fold
+    A, AT = model.columns(obs)
     L = np.empty_like(H)
     for j in range(folds):
         cj = C[:, j]
@@ -249,10 +256,11 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         est = fit(model, c_all, "em", 1e-2, max_iter)
     else:
         obs = np.flatnonzero(c_all > 0)
-        A, AT = model.columns(obs)
+        FA, FAT = model.fast_columns(obs)
         c = c_all[obs]
-        P, st = _stopped_cols(A, AT, c[:, None].astype(float), np.exp(model.log_cs[obs]),
+        P, st = _stopped_cols(FA, FAT, c[:, None].astype(float), np.exp(model.log_cs[obs]),
                               min(_STOP_CAP, max_iter))
+        A, AT = model.columns(obs)  # the reported log-likelihood and gap: exact products
         steps = int(st[0])  # 0: the uniform start already fits the counts
         p = P[:, 0]
         est = result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0)

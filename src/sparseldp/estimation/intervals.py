@@ -46,7 +46,7 @@ import numpy as np
 
 from .._validation import check_int, check_probability
 from .model import _model
-from .solvers import _EMS_RATE_SPAN, _check_smooth, _em, _least_squares, _smooth, project_simplex
+from .solvers import _check_smooth, _em, _ems_fixed, _ems_map, _least_squares, project_simplex
 from .stats import _CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_range, _cum, _mean, _quantile, _range, _scalar, _var
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
@@ -74,42 +74,25 @@ def _generator(rng):
     raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__}"[:300])
 
 
-def _ems_batch(S, C, n, P0, passes, tol, max_iter, weight=0.25):
+def _ems_batch(A, AT, C, n, P0, passes, tol, max_iter, weight=0.25):
     """EMS on ``B`` histograms at once (rows of ``C``), warm-started at the rows of ``P0``.
 
-    The same map and stopping rule as ``solvers._ems``, applied row by row but
-    computed as ``B x k`` and ``B x m`` matrix products; rows that have met
-    ``tol`` are frozen.  Returns (P, evals, converged mask).
+    ``A``, ``AT``: the column-scaled channel on all outputs and its transpose
+    (sparse, dense, or applied by FFT, :mod:`sparseldp.estimation._toeplitz`).
+    With ``tol > 0``: ``solvers._ems_fixed`` (accelerated, the same stopping
+    rule as ``method="ems"``; converged replicates are frozen).  With ``tol = 0``
+    and ``passes = 0``: exactly ``max_iter`` plain EM steps (the ``"em steps=t"``
+    member).  Returns (P, evals, converged mask), ``P`` with one row per replicate.
     """
-    B = C.shape[0]
-    P = P0.copy()
-    active = np.ones(B, bool)
-    hist = []
-    inv_n = 1.0 / n
-    ST = S.T
-    for it in range(1, max_iter + 1):
-        ia = np.flatnonzero(active)
-        Pa = P[ia]
-        Qa = np.asarray(Pa @ S) if not hasattr(ST, "tocsr") else np.asarray((ST @ Pa.T).T)
-        Ca = C[ia]
-        R = np.divide(Ca, Qa, out=np.zeros_like(Ca), where=Ca > 0)
-        G = np.asarray(R @ ST) if not hasattr(ST, "tocsr") else np.asarray((S @ R.T).T)
-        Pn = _smooth(Pa * G * inv_n, passes, weight)
-        Pn /= Pn.sum(axis=1, keepdims=True)
-        d = np.full(B, np.nan)
-        d[ia] = 0.5 * np.abs(Pn - Pa).sum(axis=1)
-        hist.append(d)
-        P[ia] = Pn
-        done = d[ia] <= 1e-14
-        if it > _EMS_RATE_SPAN:
-            old = hist[-1 - _EMS_RATE_SPAN][ia]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rho = (d[ia] / old) ** (1.0 / _EMS_RATE_SPAN)
-                done |= (rho < 1.0) & (d[ia] * rho / (1.0 - rho) <= tol)
-        active[ia[done]] = False
-        if not active.any():
-            return P, it, ~active
-    return P, max_iter, ~active
+    if tol > 0:
+        P, evals, conv = _ems_fixed(A, AT, np.ascontiguousarray(C.T), 1.0 / n, np.ascontiguousarray(P0.T),
+                                    passes, weight, tol, max_iter)
+        return np.ascontiguousarray(P.T), evals, conv
+    P = np.ascontiguousarray(P0.T, dtype=float)
+    CT = np.ascontiguousarray(C.T)
+    for _ in range(max_iter):
+        P = _ems_map(A, AT, CT, 1.0 / n, P, passes, weight)
+    return np.ascontiguousarray(P.T), max_iter, np.ones(C.shape[0], bool)
 
 
 def _refit_plan(estimate, smooth, check_smooth):
@@ -367,15 +350,15 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
         P0 = np.full((B, model.k), 1.0 / model.k)
-        P, _, _ = _ems_batch(model.S, C, float(n), P0, 0, 0.0, steps)
+        P, _, _ = _ems_batch(*model.fast_columns(np.arange(model.m)), C, float(n), P0, 0, 0.0, steps)
         n_conv = B
         method = "em"
     elif method == "ems":
-        S = model.S
         P0 = np.broadcast_to(p_hat, (B, model.k))
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * P0 + 0.001 / model.k
-        P, _, conv = _ems_batch(S, C, float(n), P0, smooth, tol, max_iter, weight)
+        P, _, conv = _ems_batch(*model.fast_columns(np.arange(model.m)), C, float(n), P0, smooth, tol, max_iter,
+                                weight)
         n_conv = int(conv.sum())
     elif method == "em":
         P = np.empty((B, model.k))

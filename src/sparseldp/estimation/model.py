@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
 from ..core.mechanisms import RadiusMechanism
+from ._toeplitz import fft_pair, window_of
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -70,6 +71,8 @@ class _Model:
         cols = np.repeat(np.arange(self.m), np.diff(indptr))
         scaled = np.exp(data - colmax[cols])
         self.log_cs = colmax
+        # the common log-window when every row is one window shifted (a kernel on Z, extended window)
+        self.log_window = window_of(logm.tocsr(), self.k)
         S = sp.csc_array((scaled, logm.indices, indptr), shape=(self.k, self.m)).tocsr()
         S.sort_indices()
         self.nnz = int(S.nnz)
@@ -89,6 +92,12 @@ class _Model:
         AT = sp.csr_array(A.T)
         AT.sort_indices()
         return A, AT
+
+    def fast_columns(self, idx):
+        """Like :meth:`columns`, applied by FFT when the channel is a shifted window and that pays
+        (:mod:`sparseldp.estimation._toeplitz`: approximate products, for iterations only)."""
+        pair = None if self.dense else fft_pair(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
+        return pair if pair is not None else self.columns(idx)
 
     def unscaled(self):
         """``Q`` itself (k x m), probabilities that may underflow to 0."""

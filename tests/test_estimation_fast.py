@@ -1,0 +1,104 @@
+"""The fast products and the accelerated EMS behind method="auto", "ems" and the bootstrap.
+
+* FFT products (estimation._toeplitz) against the exact sparse channel, for both
+  families, one and several columns, every output or a random subset;
+* channels that are not one shifted window (clipped windows) keep the sparse products;
+* SQUAREM-accelerated EMS (solvers._ems_fixed) lands on the plain iteration's fixed point;
+* on a large channel the MLE is left off auto's path (its fold fits are not affordable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sparseldp import SparseGaussian, SparseLaplace
+from sparseldp.estimation import _model
+from sparseldp.estimation import _toeplitz, auto
+from sparseldp.estimation.solvers import _ems_fixed, _ems_map
+
+# (mechanism, domain size): windows long enough and channels large enough for the FFT path
+CASES = [
+    (SparseLaplace(lam=0.1, s=275), 1000),
+    (SparseGaussian(sigma=12.0, s=301), 1500),
+]
+
+
+@pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian"])
+@pytest.mark.parametrize("subset", [False, True])
+def test_fft_products_match_the_sparse_channel(mech, k, subset):
+    model = _model(mech, (0, k - 1))
+    assert model.log_window is not None and model.log_window.size == mech.s
+    rng = np.random.default_rng(7)
+    obs = np.sort(rng.choice(model.m, model.m * 2 // 3, replace=False)) if subset else np.arange(model.m)
+    A, AT = model.columns(obs)
+    FA, FAT = model.fast_columns(obs)
+    assert isinstance(FA, _toeplitz._ConvA)
+    P = rng.dirichlet(np.full(k, 0.3), size=3).T
+    R = rng.random((obs.size, 3)) * 1e4
+    for X, Y in ((AT @ P, FAT @ P), (A @ R, FA @ R)):
+        scale = np.abs(X).max(axis=0)
+        assert np.all(np.abs(X - Y) <= 1e-12 * scale)
+    # one column, and no entry of S^T p below zero where the exact one is positive
+    p = P[:, 0]
+    q_exact, q_fast = AT @ p, FAT @ p
+    assert q_fast.shape == q_exact.shape and np.all(q_fast > 0)
+    assert np.allclose(FA @ R[:, 0], A @ R[:, 0], rtol=0, atol=1e-12 * np.abs(A @ R[:, 0]).max())
+
+
+def test_clipped_window_keeps_sparse_products():
+    ch = SparseLaplace(lam=0.1, s=275).to_channel((0, 999), "clipped")
+    model = _model(ch, (0, 999))
+    assert model.log_window is None
+    A, AT = model.fast_columns(np.arange(model.m))
+    assert not isinstance(A, _toeplitz._ConvA) and not isinstance(AT, _toeplitz._ConvAT)
+
+
+def test_small_channel_keeps_sparse_products():
+    model = _model(SparseLaplace(lam=0.5, s=21), (0, 99))
+    A, _ = model.fast_columns(np.arange(model.m))
+    assert not isinstance(A, _toeplitz._ConvA)
+
+
+@pytest.mark.parametrize("mech,k,n,weight", [
+    (SparseGaussian(sigma=6.0, s=41), 60, 10**5, 0.25),
+    (SparseGaussian(sigma=6.0, s=41), 60, 10**5, 0.03125),
+    (SparseLaplace(lam=0.3, s=31), 80, 10**6, 0.125),
+])
+def test_accelerated_ems_reaches_the_plain_fixed_point(mech, k, n, weight):
+    model = _model(mech, (0, k - 1))
+    rng = np.random.default_rng(3)
+    x = np.arange(k)
+    p = np.exp(-0.5 * ((x - 0.3 * k) / 5.0) ** 2) + 0.5 * np.exp(-0.5 * ((x - 0.7 * k) / 2.0) ** 2)
+    p /= p.sum()
+    q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
+    c = rng.multinomial(n, q / q.sum()).astype(float)
+    obs = np.flatnonzero(c > 0)
+    A, AT = model.columns(obs)
+    C = np.column_stack([c[obs], c[obs][::-1] * 0 + c[obs]])  # two identical columns: both must agree
+    P0 = np.full((k, 2), 1.0 / k)
+    P, evals, conv = _ems_fixed(A, AT, C, 1.0 / n, P0, 1, weight, 1e-7, 200_000)
+    assert conv.all() and np.allclose(P.sum(axis=0), 1.0) and P.min() >= 0.0
+    ref = P0[:, :1]
+    for _ in range(200_000):
+        nxt = _ems_map(A, AT, C[:, :1], 1.0 / n, ref, 1, weight)
+        done = 0.5 * np.abs(nxt - ref).sum() < 1e-14
+        ref = nxt
+        if done:
+            break
+    assert 0.5 * np.abs(P[:, 0] - ref[:, 0]).sum() < 2e-6
+    assert np.array_equal(P[:, 0], P[:, 1])
+
+
+def test_large_channel_leaves_the_mle_off_the_path(monkeypatch):
+    mech, k = CASES[0]
+    model = _model(mech, (0, k - 1))
+    rng = np.random.default_rng(5)
+    q = np.maximum(np.asarray(model.unscaled().T @ np.full(k, 1.0 / k)).ravel(), 0.0)
+    c = rng.multinomial(10**5, q / q.sum()).astype(float)
+    monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz - 1)
+    assert not auto._with_mle(model)
+    scores, _, _ = auto._select(model, c, 2_000)
+    assert ("mle", 0) not in scores and ("stop", 0) in scores
+    monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz)
+    assert auto._with_mle(model)
