@@ -99,6 +99,31 @@ def test_large_channel_leaves_the_mle_off_the_path(monkeypatch):
     monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz - 1)
     assert not auto._with_mle(model)
     scores, _, _ = auto._select(model, c, 2_000)
-    assert ("mle", 0) not in scores and ("stop", 0) in scores
+    assert ("mle", 0) not in scores and ("stop", 1) in scores
     monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz)
     assert auto._with_mle(model)
+
+
+
+def test_stop_multiples_are_the_same_em_further_on():
+    mech, k, n = SparseLaplace(lam=0.3, s=31), 60, 10**5
+    model = _model(mech, (0, k - 1))
+    rng = np.random.default_rng(2)
+    x = np.arange(k)
+    p = np.exp(-0.5 * ((x - 20) / 4.0) ** 2) + np.exp(-0.5 * ((x - 45) / 2.0) ** 2)
+    q = np.maximum(np.asarray(model.unscaled().T @ (p / p.sum())).ravel(), 0.0)
+    C = rng.multinomial(n, q / q.sum(), size=2).T.astype(float)
+    A, AT = model.columns(np.arange(model.m))
+    scale = np.exp(model.log_cs)
+    Ps, steps = auto._stopped_cols(A, AT, C, scale, 5_000, (2, 4))
+    assert set(Ps) == {1, 2, 4} and np.all(steps >= 1) and np.all(steps < 5_000)
+    for j in range(2):
+        P = np.full((k, 1), 1.0 / k)
+        for t in range(1, 4 * int(steps[j]) + 1):
+            P = auto._em_map(A, AT, C[:, j:j + 1], 1.0 / n, P)
+            for f in (1, 2, 4):
+                if t == f * int(steps[j]):
+                    assert np.allclose(Ps[f][:, j], P[:, 0] / P.sum(), rtol=1e-10, atol=1e-15)
+    # the longer runs fit the counts at least as well (EM is monotone)
+    ll = [float(C[:, 0] @ np.log(AT @ Ps[f][:, 0])) for f in (1, 2, 4)]
+    assert ll[0] <= ll[1] <= ll[2]

@@ -71,26 +71,26 @@ class _Conv:
     def conv(self, P: np.ndarray) -> np.ndarray:
         """``(S^T P)`` on the observed outputs; ``P`` is ``(k,)`` or ``(k, b)``."""
         one = P.ndim == 1
-        X = P[:, None] if one else P
-        Z = sfft.irfft(sfft.rfft(X, self.L, axis=0) * self.W[:, None], self.L, axis=0)[: self.m]
-        floor = _REL_FLOOR * Z.max(axis=0, keepdims=True)
-        out = np.empty((self.obs.size, X.shape[1]))
-        out[self.i_mid] = np.maximum(Z[self.mid], floor)
+        X = P[None, :] if one else np.ascontiguousarray(P.T)  # FFTs along contiguous rows
+        Z = sfft.irfft(sfft.rfft(X, self.L, axis=1) * self.W, self.L, axis=1)[:, : self.m]
+        floor = _REL_FLOOR * Z.max(axis=1, keepdims=True)
+        out = np.empty((X.shape[0], self.obs.size))
+        out[:, self.i_mid] = np.maximum(Z[:, self.mid], floor)
         if self.i_edge.size:
-            out[self.i_edge] = self.ET @ X
-        return out[:, 0] if one else out
+            out[:, self.i_edge] = (self.ET @ X.T).T
+        return out[0] if one else out.T
 
     def corr(self, R: np.ndarray) -> np.ndarray:
         """``S R`` for ``R`` on the observed outputs, ``(len(obs),)`` or ``(len(obs), b)``."""
         one = R.ndim == 1
-        X = R[:, None] if one else R
-        full = np.zeros((self.m, X.shape[1]))
-        full[self.mid] = X[self.i_mid]
-        Z = sfft.irfft(sfft.rfft(full, self.L, axis=0) * self.Wc[:, None], self.L, axis=0)[: self.k]
+        X = R[None, :] if one else np.ascontiguousarray(R.T)
+        full = np.zeros((X.shape[0], self.m))
+        full[:, self.mid] = X[:, self.i_mid]
+        Z = sfft.irfft(sfft.rfft(full, self.L, axis=1) * self.Wc, self.L, axis=1)[:, : self.k]
         np.maximum(Z, 0.0, out=Z)
         if self.i_edge.size:
-            Z += self.E @ X[self.i_edge]
-        return Z[:, 0] if one else Z
+            Z += (self.E @ X[:, self.i_edge].T).T
+        return Z[0] if one else Z.T
 
 
 class _ConvA:
