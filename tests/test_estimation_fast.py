@@ -127,3 +127,14 @@ def test_stop_multiples_are_the_same_em_further_on():
     # the longer runs fit the counts at least as well (EM is monotone)
     ll = [float(C[:, 0] @ np.log(AT @ Ps[f][:, 0])) for f in (1, 2, 4)]
     assert ll[0] <= ll[1] <= ll[2]
+
+
+def test_large_channel_has_no_stop_multiples(monkeypatch):
+    mech, k = CASES[0]
+    model = _model(mech, (0, k - 1))
+    rng = np.random.default_rng(6)
+    q = np.maximum(np.asarray(model.unscaled().T @ np.full(k, 1.0 / k)).ravel(), 0.0)
+    c = rng.multinomial(10**5, q / q.sum()).astype(float)
+    monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz - 1)
+    scores, _, _ = auto._select(model, c, 2_000)
+    assert [key for key in auto._PATH if key in scores] == [("ems", w) for w in auto._EMS_WEIGHTS] + [("stop", 1)]

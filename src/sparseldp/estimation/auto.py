@@ -15,7 +15,8 @@ Path (:data:`_PATH`, from most to least regularized):
    fitted output distribution falls to the number of observed outputs (its
    expected value under a correct fit, roughly); and the same EM kept at
    :data:`_STOP_MULTS` (2, 4, 8) times that many steps, less regularized
-   members between the stop and the MLE; every step count at most
+   members between the stop and the MLE (only where the MLE is on the path,
+   item 3: they cost up to 8 times the stop); every step count at most
    :data:`_STOP_CAP`.  Early stopping is the classical regularization of EM
    (Richardson-Lucy); this rule sets it from the counts;
 3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
@@ -213,8 +214,9 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
         evals += e
         scores[("ems", w)] = _logq(AT, P)
     # discrepancy-stopped EM on each training fold
-    Ps, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter), _STOP_MULTS)
-    evals += int(min(max(_STOP_MULTS, default=1) * max(int(steps.max()), 1), _STOP_CAP))
+    mults = _STOP_MULTS if _with_mle(model) else ()  # the bridge to the MLE, where the MLE is on the path
+    Ps, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter), mults)
+    evals += int(min(max(mults, default=1) * max(int(steps.max()), 1), _STOP_CAP))
     for f, P in Ps.items():
         scores[("stop", f)] = _logq(AT, P)
     if not _with_mle(model):
