@@ -7,8 +7,11 @@ memory as a list of chunks; generation is not timed).
 
 Rows (medians of repeated runs in this process):
 * count: one chunked np.bincount pass over the 10^8 reports (ReportCounts.from_reports).
-* EM: estimate_frequencies_full on the counts (channel build + certified MLE, default tol 1e-2 nats).
+* EM: estimate_frequencies_full(method="em") on the counts (channel build + certified MLE, tol 1e-2 nats).
 * end-to-end = count + EM.
+* auto (the default) on the same counts, and end-to-end with intervals: count + auto + a parametric
+  bootstrap of B = 50 and B = 200 replicates (one run each); the same for a harder truth (a wide
+  bump, a narrow one and a 10 % atom), whose counts are drawn directly from Q^T p.
 * EM step, sparse vs dense: one EM step with the banded CSR channel vs a plain dense
   k x m numpy matrix (k = 10^4, m = 10^4 + 100: 808 MB) on the same counts; the ratio is
   dense / sparse.  "dense EM, same steps" extrapolates the dense step to the number of EM
@@ -75,7 +78,7 @@ def run() -> list[dict]:
 
     def em():
         nonlocal est
-        est = estimate_frequencies_full(rc, mech, domain=(0, K - 1))
+        est = estimate_frequencies_full(rc, mech, domain=(0, K - 1), method="em")
 
     t_em = median_time(em, repeat=3, warmup=0)
     tv_default = 0.5 * float(np.abs(est.p - truth).sum())
@@ -83,6 +86,28 @@ def run() -> list[dict]:
                  "note": f"{est.iterations} EM + {est.newton_steps} Newton steps, converged={est.converged}, "
                          f"gap {est.gap:.3g} nats"})
     rows.append({"name": "end-to-end: count + EM", "median_s": t_count + t_em, "note": "sum of the two medians"})
+
+    # the default: auto (path selection on 5 folds, FFT products), then bootstrap intervals
+    auto = None
+
+    def run_auto():
+        nonlocal auto
+        auto = estimate_frequencies_full(rc, mech, domain=(0, K - 1), method="auto")
+
+    t_auto = median_time(run_auto, repeat=3, warmup=0)
+    tv_auto = 0.5 * float(np.abs(auto.p - truth).sum())
+    rows.append({"name": "auto on counts (k=1e4, s=101)", "median_s": t_auto,
+                 "note": f"chose {auto.regularization}; TV {tv_auto:.4f}"})
+    for B in (50, 200):
+        t0 = time.perf_counter()
+        bs = auto.bootstrap(mech, B=B, rng=0)
+        t_bs = time.perf_counter() - t0
+        lo, hi = auto.mean(ci=bs)[1]
+        rows.append({"name": f"end-to-end with intervals: count + auto + bootstrap B={B}",
+                     "median_s": t_count + t_auto + t_bs,
+                     "note": f"bootstrap {t_bs:.1f} s (one run); mean 95% interval width {hi - lo:.3g}"})
+
+    rows += _hard_population(mech, rc.n)
 
     # one EM step, sparse (ours) vs plain dense, on the same counts
     model = _model(mech, (0, K - 1))
@@ -121,7 +146,8 @@ def run() -> list[dict]:
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        far = estimate_frequencies_full(rc, mech, domain=(0, K - 1), tol=1e-12 * N, max_iter=100_000)
+        far = estimate_frequencies_full(rc, mech, domain=(0, K - 1), method="em", tol=1e-12 * N,
+                                        max_iter=100_000)
     t_far = time.perf_counter() - t0
     tv_far = 0.5 * float(np.abs(far.p - truth).sum())
     rows.append({"name": "accuracy k=1e4: TV default / TV converged", "median_s": t_far,
@@ -145,6 +171,35 @@ def run() -> list[dict]:
                          f"{tv_default:.4f} (EM); time = EMS incl. channel build"})
     rows.append(_wide_window_accuracy())
     return rows
+
+
+def _hard_population(mech, n) -> list[dict]:
+    """A harder truth on the same domain: a wide bump, a narrow one and one atom holding 10 %.
+
+    The output counts are drawn directly (Multinomial(n, Q^T p), the law of the report
+    histogram), so no reports are generated; auto + bootstrap B = 200, one run each.
+    """
+    from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
+
+    x = np.arange(K, dtype=float)
+    p = np.exp(-0.5 * ((x - 0.35 * K) / (0.08 * K)) ** 2) + 0.4 * np.exp(-0.5 * ((x - 0.75 * K) / (0.01 * K)) ** 2)
+    p = 0.9 * p / p.sum()
+    p[K // 5] += 0.1
+    model = _model(mech, (0, K - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
+    rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(7).multinomial(n, q / q.sum()))
+    t0 = time.perf_counter()
+    est = estimate_frequencies_full(rc, mech, domain=(0, K - 1), method="auto")
+    t_fit = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bs = est.bootstrap(mech, B=200, rng=0)
+    t_bs = time.perf_counter() - t0
+    tv = 0.5 * float(np.abs(est.p - p).sum())
+    lo, hi = est.mean(ci=bs)[1]
+    return [{"name": "hard population: auto on counts (one run)", "median_s": t_fit,
+             "note": f"chose {est.regularization}; TV {tv:.4f}"},
+            {"name": "hard population: bootstrap B=200 (one run)", "median_s": t_bs,
+             "note": f"mean 95% interval width {hi - lo:.3g}; fit + intervals {t_fit + t_bs:.1f} s"}]
 
 
 def _wide_window_accuracy() -> dict:
@@ -193,8 +248,8 @@ def _small_accuracy() -> dict:
         x = np.repeat(np.arange(100), counts)
         y = sample(mech, x, rng=gen)
         truth = counts / 10**6
-        a = estimate_frequencies_full(y, mech, domain=(0, 99))
-        b = estimate_frequencies_full(y, mech, domain=(0, 99), tol=1e-12 * 10**6, max_iter=10**6)
+        a = estimate_frequencies_full(y, mech, domain=(0, 99), method="em")
+        b = estimate_frequencies_full(y, mech, domain=(0, 99), method="em", tol=1e-12 * 10**6, max_iter=10**6)
         ta = 0.5 * float(np.abs(a.p - truth).sum())
         tb = 0.5 * float(np.abs(b.p - truth).sum())
         ratios.append(ta / tb)
