@@ -65,6 +65,7 @@ Layout (imports point down this list, never up; nothing here imports the
 mechanisms, families or design layers):
 
 * :mod:`~sparseldp.channel.core`: the :class:`SparseChannel` class;
+* :mod:`~sparseldp.channel.privacy`: its privacy methods (defects, ``delta_star``, ``epsilon``, pure LDP);
 * :mod:`~sparseldp.channel.upper`: rigorous upper bounds, the certified ``epsilon`` search;
 * :mod:`~sparseldp.channel.scan`: exact pairwise accounting, :class:`WorstPair`, pure epsilon;
 * :mod:`~sparseldp.channel.store`: stored arrays, label lookup, pair enumeration, backend choice;

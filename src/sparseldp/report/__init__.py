@@ -22,7 +22,7 @@ it).  It states, for a mechanism spec (or a mechanism on Z with its target):
 
 Every number on the page says whether it is exact (rounded to nearest), a
 rigorous upper or lower bound, or an estimate (see
-:mod:`sparseldp.report._compute`), and carries ``data-key`` / ``data-value``
+:mod:`sparseldp.report._common`), and carries ``data-key`` / ``data-value``
 attributes with the full-precision value.  Plots are inline SVG drawn here
 (:mod:`sparseldp.report._svg`): no script, no font or image files, and a
 Content-Security-Policy that forbids any fetch, so the page opens offline in

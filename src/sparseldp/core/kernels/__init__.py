@@ -30,7 +30,7 @@ standard library):
 * :mod:`.laplace` - :class:`LaplaceKernel` (geometric closed forms, the
   excess set decided exactly);
 * :mod:`.gaussian` - :class:`GaussianKernel` (one log suffix-sum array with
-  a priori error bounds), ``GAUSSIAN_MAX_S``;
+  a priori error bounds, built in :mod:`.gaussian_suffix`), ``GAUSSIAN_MAX_S``;
 * :mod:`.general` - :class:`GeneralKernel`, its weight validation and the
   generic path's normalizer.
 """
