@@ -24,14 +24,16 @@ LAYERS = {
     4: ["channel"],
     5: ["core.mechanisms", "design._search"],
     6: ["core.families", "core.kernel_mechanism", "core"],  # "core" is core/__init__.py
-    7: ["baselines", "design.radius", "composition"],
-    8: ["design.finite", "spec", "estimation"],
-    9: ["design", "io", "compare", "reproduce", "demo_data"],
-    10: ["figures", "", "spark"],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
-    11: ["report"],  # the privacy report cites the package version
-    12: ["cli"],
-    13: ["demo", "_entry"],
-    14: ["__main__"],
+    7: ["baselines", "design._common", "composition"],  # design._common: Design, the target's checks
+    8: ["design._joint", "design._domain"],
+    9: ["design.radius", "design._clipped"],
+    10: ["design.finite", "spec", "estimation"],
+    11: ["design", "io", "compare", "reproduce", "demo_data"],
+    12: ["figures", "", "spark"],  # "" is the package itself (sparseldp/__init__.py: version, eager names)
+    13: ["report"],  # the privacy report cites the package version
+    14: ["cli"],
+    15: ["demo", "_entry"],
+    16: ["__main__"],
 }
 RANK = {name: rank for rank, names in LAYERS.items() for name in names}
 
