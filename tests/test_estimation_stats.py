@@ -160,9 +160,14 @@ def test_bootstrap_intervals_contain_the_estimate(method):
         t = bs.point(stat, **kw)
         plo, phi = bs.interval(stat, kind="percentile", **kw)
         blo, bhi = bs.interval(stat, kind="basic", **kw)
-        # basic = percentile reflected about the estimate (before clipping to the statistic's range)
+        hlo, hhi = bs.interval(stat, kind="hull", **kw)
+        # basic = percentile reflected about the estimate (before clipping to the statistic's range);
+        # hull = the smallest interval holding both (the default)
         if stat != "quantile":  # quantiles invert the CDF band instead
             assert blo == pytest.approx(max(2 * t - phi, 0.0)) and bhi == pytest.approx(2 * t - plo)
+            assert hlo == pytest.approx(min(blo, plo)) and hhi == pytest.approx(max(bhi, phi))
+        assert hlo <= min(blo, plo) + 1e-12 and max(bhi, phi) - 1e-12 <= hhi
+        assert bs.interval(stat, **kw) == (hlo, hhi)
         if stat != "var":
             # EMS's smoothing bias on the variance is systematic (each refit smooths again), so
             # there the replicates sit to one side of the estimate; elsewhere they straddle it
@@ -209,7 +214,7 @@ def test_bootstrap_bad_input(est):
         bs.interval("median")
     with pytest.raises(TypeError, match="takes keyword arguments"):
         bs.interval("quantile")
-    with pytest.raises(ValueError, match="kind must be 'basic' or 'percentile'"):
+    with pytest.raises(ValueError, match="kind must be 'hull', 'basic' or 'percentile'"):
         bs.interval("mean", kind="bca")
     with pytest.raises(ValueError, match="level"):
         bs.interval("mean", level=1.0)
@@ -234,10 +239,15 @@ def test_quantile_interval_inverts_the_cdf_band():
     reps = np.stack([P4] * 10 + [other] * 10)
     bs = boot.Bootstrap(p=P4, values=v, replicates=reps, method="em")
     # percentile CDF band: [0, 0.1] at 0, [0.5, 0.6] at 1, [0.5, 0.6] at 2, 1 at 3
-    assert bs.interval("quantile", q=0.5) == (1.0, 1.0)
-    assert bs.interval("quantile", q=0.55) == (1.0, 3.0)
-    assert bs.interval("quantile", q=0.05) == (0.0, 1.0)
-    assert bs.interval("quantile", q=0.05) == bs.interval("quantile", q=0.05, kind="percentile")  # em default
+    assert bs.interval("quantile", q=0.5, kind="percentile") == (1.0, 1.0)
+    assert bs.interval("quantile", q=0.55, kind="percentile") == (1.0, 3.0)
+    assert bs.interval("quantile", q=0.05, kind="percentile") == (0.0, 1.0)
+    # the default hull holds the percentile and the basic (reflected) intervals
+    for q in (0.05, 0.5, 0.55):
+        lo, hi = bs.interval("quantile", q=q)
+        for kind in ("percentile", "basic"):
+            klo, khi = bs.interval("quantile", q=q, kind=kind)
+            assert lo <= klo and khi <= hi
 
 
 @pytest.mark.parametrize("reg", ["em steps=6", "em steps=0", "ems weight=0.125", "ems smooth=1", "em mle"])

@@ -9,13 +9,21 @@ distribution), refits each with the estimator that produced ``p_hat``,
 warm-started from ``p_hat``, and keeps the ``B`` replicate distributions.
 :meth:`Bootstrap.interval` turns them into intervals for any statistic:
 
-* ``kind="basic"`` (default for EMS and inversion): ``[2 t_hat - t*_{(1+L)/2}, 2 t_hat - t*_{(1-L)/2}]``,
+* ``kind="hull"`` (the default): the smallest interval containing both of
+  the two below.  Each fails where the other holds: the reflection corrects
+  a smoothing bias (EMS flattens peaks, and each replicate is smoothed once
+  more) but breaks where the replicate distribution is one-sided (the MLE's
+  frequencies at 0); the percentiles are right there and miss the bias.
+  Measured (``bench_coverage``, auto, 100-200 repetitions per truth): mean
+  and range queries 93-97 % hull, against 82-97 % basic and 44-97 %
+  percentile, at about 1.05 (mean) to 1.3 (range) times the width;
+* ``kind="basic"``: ``[2 t_hat - t*_{(1+L)/2}, 2 t_hat - t*_{(1-L)/2}]``,
   the reflected percentiles.  It corrects, to first order, the bias of the
   estimator as seen in the bootstrap world: EMS smooths ``p`` (so it flattens
   peaks and widens the distribution) and each replicate is smoothed once
   more, so the replicate-minus-estimate shift estimates the
   estimate-minus-truth shift;
-* ``kind="percentile"`` (default for EM): ``[t*_{(1-L)/2}, t*_{(1+L)/2}]``, the
+* ``kind="percentile"``: ``[t*_{(1-L)/2}, t*_{(1+L)/2}]``, the
   plain percentiles (no bias correction; the MLE has many frequencies at 0,
   where the replicate distribution is one-sided and reflecting it fails);
 
@@ -51,7 +59,7 @@ from .stats import _CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_rang
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
 
-_KINDS = ("basic", "percentile")
+_KINDS = ("hull", "basic", "percentile")
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
 # bootstrap spread they feed (statistical TV error ~1e-2 at n = 10^5).
@@ -197,7 +205,9 @@ class Bootstrap:
         hi_q = np.quantile(tb, 1.0 - alpha, axis=0, method="higher")
         if kind == "percentile":
             return lo_q, hi_q
-        return 2.0 * t - hi_q, 2.0 * t - lo_q
+        if kind == "basic":
+            return 2.0 * t - hi_q, 2.0 * t - lo_q
+        return np.minimum(lo_q, 2.0 * t - hi_q), np.maximum(hi_q, 2.0 * t - lo_q)  # "hull" of the two
 
     def interval(self, stat: str, level: float = 0.95, *, kind: str | None = None, **kw):
         """Two-sided interval at ``level`` for a statistic of the input distribution.
@@ -210,12 +220,11 @@ class Bootstrap:
             the values whose CDF interval (of this ``kind``) contains ``q``:
             a set of domain values, never a reflected order statistic.
         level : float in (0, 1)
-        kind : {"basic", "percentile"}, optional
-            See the module docstring.  Default (from ``bench_coverage``): ``"basic"``
-            for EMS and inversion (it corrects EMS's smoothing bias: range coverage
-            89-92 % against 0-78 % for percentiles), ``"percentile"`` for EM (the
-            MLE sits on the simplex boundary and reflection breaks there: range
-            coverage 73-87 % basic, 100 % percentile, over 15 repetitions).
+        kind : {"hull", "basic", "percentile"}, optional
+            See the module docstring.  Default ``"hull"`` (from ``bench_coverage``:
+            93-97 % for the mean and range queries with auto on smooth, bimodal
+            and spiky truths, where ``"basic"`` alone gave 82-90 % for range
+            queries and ``"percentile"`` alone 44-90 %).
 
         Returns
         -------
@@ -227,11 +236,11 @@ class Bootstrap:
         if level == 0:
             raise ValueError(f"level must lie in (0, 1); got {level!r}")
         if kind is None:
-            kind = "percentile" if self.method == "em" else "basic"
+            kind = "hull"
         if not isinstance(kind, str):
-            raise TypeError(f"kind must be 'basic' or 'percentile'; got {type(kind).__name__} {kind!r}")
+            raise TypeError(f"kind must be 'hull', 'basic' or 'percentile'; got {type(kind).__name__} {kind!r}")
         if kind not in _KINDS:
-            raise ValueError(f"kind must be 'basic' or 'percentile'; got {kind!r}")
+            raise ValueError(f"kind must be 'hull', 'basic' or 'percentile'; got {kind!r}")
         t = np.asarray(self._stat(stat, self.p, kw), dtype=float)
         alpha = 0.5 * (1.0 - level)
         if stat == "quantile":
