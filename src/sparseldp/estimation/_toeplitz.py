@@ -41,6 +41,8 @@ import numpy as np
 import scipy.fft as sfft
 import scipy.sparse as sp
 
+# Batches with at least this many columns use two FFT threads.
+_PARALLEL_ROWS = 8
 # Entries of a convolution below this share of the column's largest entry are raised to it.
 _REL_FLOOR = 1e-13
 # Use the FFT products when the window has at least this many entries ...
@@ -67,15 +69,27 @@ class _Conv:
         E = sp.csc_array(S)[:, obs[self.i_edge]]
         self.E = sp.csr_array(E)
         self.ET = sp.csr_array(E.T)
+        # contiguous runs as slices (every output observed: the bootstrap), else index arrays
+        self.mid_ix = _as_slice(self.mid)
+        self.i_mid_ix = _as_slice(self.i_mid)
+
+    def _fft(self, X, spectrum, n):
+        workers = 2 if X.shape[0] >= _PARALLEL_ROWS else 1
+        F = sfft.rfft(X, self.L, axis=1, workers=workers)
+        F *= spectrum
+        return sfft.irfft(F, self.L, axis=1, workers=workers)[:, :n]
 
     def conv(self, P: np.ndarray) -> np.ndarray:
         """``(S^T P)`` on the observed outputs; ``P`` is ``(k,)`` or ``(k, b)``."""
         one = P.ndim == 1
-        X = P[None, :] if one else np.ascontiguousarray(P.T)  # FFTs along contiguous rows
-        Z = sfft.irfft(sfft.rfft(X, self.L, axis=1) * self.W, self.L, axis=1)[:, : self.m]
+        X = P[None, :] if one else np.ascontiguousarray(P.T)  # FFTs along contiguous rows (no copy for F order)
+        Z = self._fft(X, self.W, self.m)
         floor = _REL_FLOOR * Z.max(axis=1, keepdims=True)
         out = np.empty((X.shape[0], self.obs.size))
-        out[:, self.i_mid] = np.maximum(Z[:, self.mid], floor)
+        if isinstance(self.i_mid_ix, slice):
+            np.maximum(Z[:, self.mid_ix], floor, out=out[:, self.i_mid_ix])
+        else:
+            out[:, self.i_mid_ix] = np.maximum(Z[:, self.mid_ix], floor)
         if self.i_edge.size:
             out[:, self.i_edge] = (self.ET @ X.T).T
         return out[0] if one else out.T
@@ -85,12 +99,19 @@ class _Conv:
         one = R.ndim == 1
         X = R[None, :] if one else np.ascontiguousarray(R.T)
         full = np.zeros((X.shape[0], self.m))
-        full[:, self.mid] = X[:, self.i_mid]
-        Z = sfft.irfft(sfft.rfft(full, self.L, axis=1) * self.Wc, self.L, axis=1)[:, : self.k]
+        full[:, self.mid_ix] = X[:, self.i_mid_ix]
+        Z = self._fft(full, self.Wc, self.k)
         np.maximum(Z, 0.0, out=Z)
         if self.i_edge.size:
             Z += (self.E @ X[:, self.i_edge].T).T
         return Z[0] if one else Z.T
+
+
+def _as_slice(ix: np.ndarray):
+    """``ix`` as a slice when it is one contiguous increasing run, else ``ix`` itself."""
+    if ix.size and int(ix[-1]) - int(ix[0]) + 1 == ix.size:
+        return slice(int(ix[0]), int(ix[-1]) + 1)
+    return ix
 
 
 class _ConvA:

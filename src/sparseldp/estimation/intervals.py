@@ -98,8 +98,10 @@ def _ems_batch(A, AT, C, n, P0, passes, tol, max_iter, weight=0.25):
         P, evals, conv = _ems_fixed(A, AT, np.ascontiguousarray(C.T), 1.0 / n, np.ascontiguousarray(P0.T),
                                     passes, weight, tol, max_iter)
         return np.ascontiguousarray(P.T), evals, conv
-    P = np.ascontiguousarray(P0.T, dtype=float)
-    CT = np.ascontiguousarray(C.T)
+    # column layout as views of the row-major replicates (Fortran order): the FFT products work on
+    # their transposes, which are then contiguous without a copy
+    P = np.array(P0, dtype=float).T
+    CT = np.asarray(C, dtype=float).T
     for _ in range(max_iter):
         P = _ems_map(A, AT, CT, 1.0 / n, P, passes, weight)
     return np.ascontiguousarray(P.T), max_iter, np.ones(C.shape[0], bool)
