@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from .._validation import check_int, check_nonnegative, check_probability
 from ..errors import InfeasibleError
+from ..core.accounting import _near_margin
 from ..core.families import Family, family_of
 from ..core.mechanisms import SparseGaussian, SparseLaplace
 
@@ -155,7 +156,7 @@ def check_objective(objective) -> str:
 def _slack(delta: float, eps: float) -> float:
     """Farther than this from ``delta``, a nearest value decides feasibility: above every rounding error of
     the closed forms and of the accountant (:func:`sparseldp.core.accounting.certified_delta_star`)."""
-    return 1e-12 + 1e-14 * eps + 1e-9 * delta
+    return _near_margin(delta, eps)
 
 
 def _cap_error(fam: Family, t_needed, what: str) -> InfeasibleError:

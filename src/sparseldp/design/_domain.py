@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 
 from .._validation import check_int, check_nonnegative, check_probability
+from ..core.accounting import _near_margin
 from ._common import Design
 from ..core.families import Family
 from ..channel import check_domain, check_entries
@@ -77,7 +78,7 @@ def _certified(channel, eps, H, delta) -> float:
     by more than any rounding error (as :func:`sparseldp.core.accounting.certified_delta_star`).
     """
     near = float(channel.delta_star(eps, H))
-    if near > delta + 1e-12 + 1e-14 * eps + 1e-9 * delta:
+    if near > delta + _near_margin(delta, eps):
         return near
     return float(channel.delta_star_upper(eps, H))
 

@@ -126,17 +126,9 @@ def _split(c: np.ndarray, folds: int) -> np.ndarray:
     return out
 
 
-def _em_map(A, AT, C, inv_n, P):
-    Q = AT @ P
-    R = np.divide(C, Q, out=np.zeros_like(C), where=C > 0)
-    return P * (A @ R) * inv_n
-
-
-def _ems_cols(A, AT, C, inv_n, P, weight, tol, max_iter):
-    """EMS (one ``(w, 1 - 2w, w)`` pass per step) to its estimated fixed point in every column
-    (``solvers._ems_fixed``).  Returns (P, evaluations)."""
-    P, evals, _ = _ems_fixed(A, AT, C, inv_n, P, 1, weight, tol, max_iter)
-    return P, evals
+def _stop_steps(t: int, f: int, cap: int) -> int:
+    """EM steps of the member kept at ``f`` times a discrepancy stop at step ``t`` (``f = 1``: the stop)."""
+    return t if f == 1 else min(f * max(t, 1), cap)
 
 
 def _stopped_cols(A, AT, C, scale, cap, mults=()):
@@ -170,7 +162,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
             steps[now] = t
             done |= now
             for f in mults:
-                at[f][now] = min(f * max(t, 1), cap)
+                at[f][now] = _stop_steps(t, f, cap)
         for f in mults:
             hit = (at[f] == t) & ~taken[f]
             out[f][:, hit] = P[:, hit]
@@ -210,18 +202,19 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
     # EMS path, most smoothing first, warm starts
     P = np.full((k, folds), 1.0 / k)
     for w in _EMS_WEIGHTS:
-        P, e = _ems_cols(A, AT, C, inv_n, P, w, _SELECT_TOL, max_iter)
+        P, e, _ = _ems_fixed(A, AT, C, inv_n, P, 1, w, _SELECT_TOL, max_iter)
         evals += e
         scores[("ems", w)] = _logq(AT, P)
     # discrepancy-stopped EM on each training fold
     mults = _STOP_MULTS if _with_mle(model) else ()  # the bridge to the MLE, where the MLE is on the path
-    Ps, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter), mults)
-    evals += int(min(max(mults, default=1) * max(int(steps.max()), 1), _STOP_CAP))
+    cap = min(_STOP_CAP, max_iter)
+    Ps, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), cap, mults)
+    evals += _stop_steps(int(steps.max()), max(mults, default=1), cap)
     for f, P in Ps.items():
         scores[("stop", f)] = _logq(AT, P)
     if not _with_mle(model):
         return scores, H, evals
-    # the MLE on each training fold
+    # the MLE on each training fold (exact products: Newton needs the matrix)
     A, AT = model.columns(obs)
     L = np.empty_like(H)
     for j in range(folds):
@@ -279,14 +272,13 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         est = fit(model, c_all, "em", 1e-2, max_iter)
     else:
         obs = np.flatnonzero(c_all > 0)
-        FA, FAT = model.fast_columns(obs)
+        A, AT = model.columns(obs)  # the reported log-likelihood and gap: exact products
+        FA, FAT = model.fast_columns(obs, (A, AT))
         c = c_all[obs]
         cap = min(_STOP_CAP, max_iter)
         Ps, st = _stopped_cols(FA, FAT, c[:, None].astype(float), np.exp(model.log_cs[obs]), cap,
                                (w,) if w > 1 else ())
-        A, AT = model.columns(obs)  # the reported log-likelihood and gap: exact products
-        t = int(st[0])  # 0: the uniform start already fits the counts
-        steps = t if w == 1 else min(w * max(t, 1), cap)
+        steps = _stop_steps(int(st[0]), w, cap)  # t = 0: the uniform start already fits the counts
         p = Ps[w][:, 0]
         est = result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0)
     return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps)), sel_evals

@@ -135,7 +135,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
                 stacklevel=3,
             )
     elif method == "ems":
-        FA, FAT = model.fast_columns(obs)  # iterations only; _result below uses the exact products
+        FA, FAT = model.fast_columns(obs, (A, AT))  # iterations only; _result below uses the exact products
         p, evals, converged = _ems(FA, FAT, c, n_f, model.k, tol, max_iter, smooth, weight)
         newton_steps, em_gap = 0, math.inf
         if not converged:

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
 from ..core.mechanisms import RadiusMechanism
-from ._toeplitz import fft_pair, window_of
+from ._toeplitz import _MIN_NNZ as FFT_MIN_NNZ, fft_pair, window_of
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -71,13 +71,14 @@ class _Model:
         cols = np.repeat(np.arange(self.m), np.diff(indptr))
         scaled = np.exp(data - colmax[cols])
         self.log_cs = colmax
-        # the common log-window when every row is one window shifted (a kernel on Z, extended window)
-        self.log_window = window_of(logm.tocsr(), self.k)
         S = sp.csc_array((scaled, logm.indices, indptr), shape=(self.k, self.m)).tocsr()
         S.sort_indices()
         self.nnz = int(S.nnz)
         self.dense = self.nnz >= _DENSE_SHARE * self.k * self.m and self.k * self.m <= _DENSE_MAX
         self.S = S.toarray() if self.dense else S
+        # the common log-window when every row is one window shifted (a kernel on Z, extended window);
+        # only looked for where the FFT products could apply (sparse and large enough)
+        self.log_window = window_of(logm.tocsr(), self.k) if not self.dense and self.nnz >= FFT_MIN_NNZ else None
         # offsets y - x of every stored entry (for the bias of the report)
         self._contiguous = bool(self.m == 0 or int(self.outputs[-1]) - int(self.outputs[0]) + 1 == self.m)
 
@@ -93,11 +94,14 @@ class _Model:
         AT.sort_indices()
         return A, AT
 
-    def fast_columns(self, idx):
+    def fast_columns(self, idx, exact=None):
         """Like :meth:`columns`, applied by FFT when the channel is a shifted window and that pays
-        (:mod:`sparseldp.estimation._toeplitz`: approximate products, for iterations only)."""
+        (:mod:`sparseldp.estimation._toeplitz`: approximate products, for iterations only).  Where the
+        FFT does not apply, ``exact`` (the caller's ``columns(idx)``, if it has them) is returned as is."""
         pair = None if self.dense else fft_pair(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
-        return pair if pair is not None else self.columns(idx)
+        if pair is not None:
+            return pair
+        return exact if exact is not None else self.columns(idx)
 
     def unscaled(self):
         """``Q`` itself (k x m), probabilities that may underflow to 0."""

@@ -27,7 +27,7 @@ standard library):
   which way every number errs, and by how much; and their scalar twins on
   Python floats (the same values, for one ``(eps, h)`` at function-call cost);
 * :mod:`.base` - :class:`Kernel` and :class:`LogConcaveKernel`;
-* :mod:`.laplace` - :class:`LaplaceKernel` (geometric closed forms, the
+* :mod:`.laplace` - :class:`LaplaceKernel` (geometric closed forms; moment sums in :mod:`.laplace_moments`; the
   excess set decided exactly);
 * :mod:`.gaussian` - :class:`GaussianKernel` (one log suffix-sum array with
   a priori error bounds, built in :mod:`.gaussian_suffix`), ``GAUSSIAN_MAX_S``;
