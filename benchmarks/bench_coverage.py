@@ -9,16 +9,17 @@ domain), true values on 0..99, n = 10^5 reports, three population shapes:
 * spiky: atoms 0.3, 0.25, 0.2, 0.15 at 10, 35, 60, 85 over a 0.1 uniform floor.
 
 Each repetition draws the true values from the population (seeded), privatizes
-them, fits with ``method`` (``"ems"`` and ``"em"``), bootstraps with B = 200
+them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bootstraps with B = 200
 replicates, and checks whether the interval contains the population value of:
-the mean, the median, the 90th percentile and P(30 <= X <= 50).  The three
+the mean, the median and the 90th percentile (both as a domain value, the
+default, and interpolated by the grouped-data rule) and P(30 <= X <= 50).  The three
 interval kinds are scored ("hull" = the smallest interval holding the next two,
 the default; "basic" = reflected percentiles; "percentile").
 Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
 one bootstrap (B = 200) and the note ``hull <cov> (w <width>) | basic ... | pct ...``
 (coverage in %, mean interval width).  Target: 93-97 %.
 
-Repetitions: ``REPS[method]`` (200 for EMS; EM refits cost seconds each, so
+Repetitions: ``REPS[method]`` (200 for auto and EMS; EM refits cost seconds each, so
 20 for EM: about 10-17 s per bootstrap).  A binomial 95 % band for the coverage
 estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95 * 0.05 / R)`` (+-3.1 points
 at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [ems|em] [reps]``.
@@ -39,9 +40,11 @@ K = 100
 N = 10**5
 B = 200
 # `make bench` runs EM with 8 repetitions (a rough check, +-15 points); SPARSELDP_BENCH_FULL=1 runs 20
-REPS = {"ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
+REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
 SHAPES = ("smooth", "bimodal", "spiky")
-STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}))
+STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}),
+         ("median-interp", {"q": 0.5, "method": "interpolated"}),
+         ("p90-interp", {"q": 0.9, "method": "interpolated"}))
 
 
 def population(shape: str) -> np.ndarray:
@@ -61,7 +64,9 @@ def _truth(p):
 
     v = np.arange(K)
     return {"mean": stats.mean(p, v), "median": stats.quantile(p, 0.5, v), "p90": stats.quantile(p, 0.9, v),
-            "range30-50": stats.range_prob(p, 30, 50, v)}
+            "range30-50": stats.range_prob(p, 30, 50, v),
+            "median-interp": stats.quantile(p, 0.5, v, method="interpolated"),
+            "p90-interp": stats.quantile(p, 0.9, v, method="interpolated")}
 
 
 def coverage(method: str, shape: str, reps: int, seed: int = 2026):
@@ -108,7 +113,7 @@ def _rows(method, shape, reps):
     return rows
 
 
-def run(methods=("ems", "em"), reps=None) -> list[dict]:
+def run(methods=("auto", "ems", "em"), reps=None) -> list[dict]:
     rows = []
     for method in methods:
         for shape in SHAPES:
@@ -117,7 +122,7 @@ def run(methods=("ems", "em"), reps=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    ms = tuple(a for a in sys.argv[1:] if not a.isdigit()) or ("ems", "em")
+    ms = tuple(a for a in sys.argv[1:] if not a.isdigit()) or ("auto", "ems", "em")
     r = next((int(a) for a in sys.argv[1:] if a.isdigit()), None)
     for m in ms:
         for shape in SHAPES:

@@ -436,10 +436,18 @@ def test_estimate_reports_derived_statistics_with_intervals(d, capsys):
                        "0:9", "--bootstrap", "0", "--json")
     assert rc == 0 and all(r["ci_low"] is None for r in json.loads(out)["statistics"])
     assert (d / "e2.csv").read_text().splitlines()[0] == "value,frequency"
+    rc, out, err = run(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e3.csv", "--domain",
+                       "0:9", "--method", "ems", "--quantiles", "0.5", "--quantile-method", "interpolated", "--json")
+    assert rc == 0, err
+    irow = {r["statistic"]: r for r in json.loads(out)["statistics"]}["quantile 0.5 (interpolated)"]
+    # the grouped-data median lies in the cell of the value median, with an interval around it
+    assert abs(irow["value"] - rows["quantile 0.5"]["value"]) <= 0.5
+    assert irow["ci_low"] <= irow["value"] <= irow["ci_high"]
 
 
 @pytest.mark.parametrize("argv, fragment", [
     (["--quantiles", "0.5,2"], "--quantiles must be comma-separated numbers in (0, 1)"),
+    (["--quantile-method", "linear"], "--quantile-method must be 'inverted_cdf' or 'interpolated'; got 'linear'"),
     (["--range", "5:1"], "--range must be lo:hi"),
     (["--bootstrap", "1"], "--bootstrap must be 0"),
 ])

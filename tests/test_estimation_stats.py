@@ -282,3 +282,50 @@ def test_bootstrap_rejects_an_unknown_auto_member(reg):
     est = estimate_frequencies_full(m.sample(np.arange(30).repeat(10), rng=1), m, domain=(0, 29), method="auto")
     with pytest.raises(ValueError, match="regularization"):
         dataclasses.replace(est, regularization=reg).bootstrap(m, B=5, rng=0)
+
+
+# -- interpolated (grouped-data) quantiles ------------------------------------------------
+
+def test_interpolated_quantile_exact_values():
+    p = np.array([0.1, 0.4, 0.0, 0.5])
+    got = stats.quantile(p, [0.05, 0.1, 0.3, 0.5, 0.75], method="interpolated")
+    # cells [-0.5, 0.5], [0.5, 1.5], [1.5, 2.5] (empty), [2.5, 3.5]; linear within each
+    np.testing.assert_allclose(got, [0.0, 0.5, 1.0, 1.5, 3.0])
+    assert stats.quantile(p, 0.5, [10, 20, 30, 40], method="interpolated") == pytest.approx(25.0)
+    assert stats.quantile(np.ones(1), 0.25, [7], method="interpolated") == pytest.approx(6.75)
+    # uniform on 0..k-1 is the continuous uniform on [-1/2, k - 1/2]
+    k = 10
+    np.testing.assert_allclose(stats.quantile(np.full(k, 1 / k), [0.1, 0.37, 0.9], method="interpolated"),
+                               [-0.5 + 1.0, -0.5 + 3.7, -0.5 + 9.0])
+
+
+@given(probs, st.floats(1e-6, 1 - 1e-6), st.floats(1e-6, 1 - 1e-6))
+def test_interpolated_quantile_is_in_the_cell_and_monotone(p, q1, q2):
+    x = stats.quantile(p, q1)
+    xi = stats.quantile(p, q1, method="interpolated")
+    assert x - 0.5 - 1e-9 <= xi <= x + 0.5 + 1e-9  # within the inverted-CDF quantile's cell
+    lo, hi = sorted((q1, q2))
+    assert stats.quantile(p, lo, method="interpolated") <= stats.quantile(p, hi, method="interpolated") + 1e-9
+
+
+def test_interpolated_quantile_bad_method():
+    with pytest.raises(ValueError, match="method must be 'inverted_cdf' or 'interpolated'; got 'linear'"):
+        stats.quantile(P4, 0.5, method="linear")
+    with pytest.raises(TypeError, match="method must be"):
+        stats.quantile(P4, 0.5, method=1)
+
+
+def test_interpolated_quantile_interval_is_an_ordinary_bootstrap_interval(est):
+    bs = boot.bootstrap(est, MECH, B=60, rng=4)
+    t = bs.point("quantile", q=0.5, method="interpolated")
+    assert t == pytest.approx(stats.quantile(est.p, 0.5, est.values, method="interpolated"))
+    tb = bs.distribution("quantile", q=0.5, method="interpolated")
+    plo, phi = bs.interval("quantile", q=0.5, method="interpolated", kind="percentile")
+    assert plo == np.quantile(tb, 0.025, method="lower") and phi == np.quantile(tb, 0.975, method="higher")
+    blo, bhi = bs.interval("quantile", q=0.5, method="interpolated", kind="basic")
+    assert blo == pytest.approx(2 * t - phi) and bhi == pytest.approx(2 * t - plo)
+    lo, hi = est.quantile(0.5, ci=bs, method="interpolated")[1]
+    assert (lo, hi) == (min(plo, blo), max(phi, bhi))
+    # narrower than the set of values the default rule returns, and inside the domain's cells
+    vlo, vhi = bs.interval("quantile", q=0.5)
+    assert hi - lo <= vhi - vlo + 1.0 and est.values[0] - 0.5 <= lo <= hi <= est.values[-1] + 0.5

@@ -23,11 +23,16 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   and confidence interval, and the estimator's diagnostics (converged, EM
   steps, certified log-likelihood gap) on the terminal; ``--json`` prints them
   as JSON instead.  ``--plot FILE`` draws the estimated histogram (PNG/PDF).
-* ``--method``: ``em`` (default, the maximum-likelihood estimate), ``ems`` (EM
-  with smoothing: far more accurate for smooth distributions when the window is
-  wide relative to the domain; ``--smooth m`` passes of the (1, 2, 1)/4 kernel
-  per step) or ``inversion`` (least squares + simplex projection); see
-  :func:`sparseldp.estimate_frequencies`.  The mean is estimated the same way
+* ``--method``: ``auto`` (default: the amount of regularization chosen from
+  the reports by held-out likelihood, named in the summary), ``em`` (the
+  maximum-likelihood estimate), ``ems`` (EM with smoothing; ``--smooth m``
+  passes of the (1, 2, 1)/4 kernel per step) or ``inversion`` (least squares +
+  simplex projection); see :func:`sparseldp.estimate_frequencies`.
+* ``--quantile-method``: ``inverted_cdf`` (default: each quantile is a value
+  of the domain, its interval a set of values, conservative) or
+  ``interpolated`` (the grouped-data rule of
+  :mod:`sparseldp.estimation.stats`: a real number, with an ordinary bootstrap
+  interval).  The mean is estimated the same way
   whatever the method (:func:`sparseldp.estimate_mean`): for a Piecewise,
   Hybrid or Duchi spec with the papers' unbiased per-report estimator
   (labelled "unbiased (Wang et al. 2019)" / "unbiased (Duchi et al. 2013)",
@@ -68,7 +73,7 @@ def _parse_quantiles(text: str) -> list[float]:
     return qs
 
 
-def _statistics(est, target, qs, rng_range, B, smooth, level):
+def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_cdf"):
     """Derived statistics with bootstrap intervals: ``(rows, per-value intervals or None)``."""
     # seeded: the bootstrap only simulates on already privatized counts (no privacy role)
     b = est.bootstrap(target, B=B, rng=0, smooth=smooth if est.method == "ems" else None) if B else None
@@ -80,7 +85,8 @@ def _statistics(est, target, qs, rng_range, B, smooth, level):
         return {"statistic": name, "value": float(value), "ci_low": float(lo), "ci_high": float(hi)}
 
     rows = [stat("mean", est.mean), stat("variance", est.var)]
-    rows += [stat(f"quantile {q:g}", est.quantile, q=q) for q in qs]
+    tag = "" if qmethod == "inverted_cdf" else f" ({qmethod})"
+    rows += [stat(f"quantile {q:g}{tag}", est.quantile, q=q, method=qmethod) for q in qs]
     if rng_range is not None:
         a, c = rng_range
         rows.append(stat(f"P({a} <= X <= {c})", est.range, a=a, b=c))
@@ -155,6 +161,9 @@ def estimate_command(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
     quantiles: Annotated[str, typer.Option(
         "--quantiles", help="Quantiles to report, comma-separated in (0, 1).")] = "0.1,0.5,0.9",
+    quantile_method: Annotated[str, typer.Option(
+        "--quantile-method", help="inverted_cdf (each quantile a value of the domain) or interpolated "
+                                  "(grouped-data rule: a real number).")] = "inverted_cdf",
     range_: Annotated[Optional[str], typer.Option(
         "--range", help="Also report P(a <= X <= b) for a:b.", show_default=False)] = None,
     truth: Annotated[Optional[Path], typer.Option(
@@ -188,6 +197,8 @@ def estimate_command(
     if boot == 1:
         raise ValueError("--bootstrap must be 0 (no intervals) or an integer in [2, 10000]; got 1")
     qs = _parse_quantiles(quantiles)
+    if quantile_method not in ("inverted_cdf", "interpolated"):
+        raise ValueError(f"--quantile-method must be 'inverted_cdf' or 'interpolated'; got {quantile_method!r}")
     rng_range = None if range_ is None else parse_domain(range_, "--range")
     if not column:
         raise ValueError("--column must be a non-empty column name; got ''")
@@ -256,7 +267,7 @@ def estimate_command(
         mean_tol = 1e-2 if (tol is None or method == "ems") else tol
         mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol, max_iter=max_iter) \
             if rc.n >= 2 else None
-        stats_rows, per_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence)
+        stats_rows, per_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence, quantile_method)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
             raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "

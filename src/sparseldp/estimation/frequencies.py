@@ -91,9 +91,11 @@ class FrequencyEstimate:
         """The variance ``sum_x (x - mean)^2 p_x``."""
         return statistic(self, "var", ci=ci, level=level)
 
-    def quantile(self, q, *, ci=None, level=0.95):
-        """The smallest value whose estimated CDF is at least ``q`` (scalar or array in (0, 1))."""
-        return statistic(self, "quantile", ci=ci, level=level, q=q)
+    def quantile(self, q, *, ci=None, level=0.95, method="inverted_cdf"):
+        """The ``q``-quantile (``q`` scalar or array in (0, 1)): by default the smallest value whose
+        estimated CDF is at least ``q``; ``method="interpolated"``: the grouped-data rule
+        (:mod:`sparseldp.estimation.stats`), a real number in that value's cell."""
+        return statistic(self, "quantile", ci=ci, level=level, q=q, method=method)
 
     def cdf(self, x, *, ci=None, level=0.95):
         """The estimated ``P(X <= x)``."""

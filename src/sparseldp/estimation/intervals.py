@@ -57,7 +57,8 @@ import numpy as np
 from .._validation import check_int, check_probability
 from .model import _model
 from .solvers import _check_smooth, _em, _ems_fixed, _ems_map, _least_squares, project_simplex
-from .stats import _CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_range, _cum, _mean, _quantile, _range, _scalar, _var
+from .stats import (_CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
+                    _edges, _mean, _quantile, _quantile_interp, _range, _scalar, _var)
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
 
@@ -177,8 +178,10 @@ class Bootstrap:
         if stat not in _STATS:
             raise ValueError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {stat!r}")
         need = {"mean": (), "var": (), "p": (), "quantile": ("q",), "cdf": ("x",), "range": ("a", "b")}[stat]
-        if set(kw) != set(need):
-            raise TypeError(f"stat={stat!r} takes keyword arguments {need or 'none'}; got {tuple(kw) or 'none'}")
+        optional = ("method",) if stat == "quantile" else ()
+        if not set(need) <= set(kw) <= set(need) | set(optional):
+            raise TypeError(f"stat={stat!r} takes keyword arguments {need + optional or 'none'}; "
+                            f"got {tuple(kw) or 'none'}")
         v = self.values
         if stat == "mean":
             return _mean(P, v)
@@ -187,6 +190,8 @@ class Bootstrap:
         if stat == "p":
             return P
         if stat == "quantile":
+            if _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated":
+                return _quantile_interp(P, v, _check_q(kw["q"]))
             return _quantile(P, v, _check_q(kw["q"]))
         if stat == "cdf":
             return _cdf(P, v, _check_point(kw["x"], "x"))
@@ -220,9 +225,14 @@ class Bootstrap:
         ----------
         stat : {"mean", "var", "quantile", "cdf", "range", "p"}
             With keywords ``q=`` (quantile), ``x=`` (cdf), ``a=, b=`` (range).
-            ``"p"`` gives an interval for every frequency.  Quantile intervals are
-            the values whose CDF interval (of this ``kind``) contains ``q``:
-            a set of domain values, never a reflected order statistic.
+            ``"p"`` gives an interval for every frequency.  Quantiles take
+            ``method=`` as :func:`~sparseldp.estimation.stats.quantile`: for the
+            default ``"inverted_cdf"`` the interval is the values whose CDF
+            interval (of this ``kind``) contains ``q``, a set of domain values,
+            never a reflected order statistic, and conservative (it covers with
+            probability at least ``level``, more where the CDF jumps over
+            ``q``); for ``"interpolated"`` it is an interval of this ``kind``
+            like the mean's.
         level : float in (0, 1)
         kind : {"hull", "basic", "percentile"}, optional
             See the module docstring.  Default ``"hull"`` (from ``bench_coverage``:
@@ -247,7 +257,7 @@ class Bootstrap:
             raise ValueError(f"kind must be 'hull', 'basic' or 'percentile'; got {kind!r}")
         t = np.asarray(self._stat(stat, self.p, kw), dtype=float)
         alpha = 0.5 * (1.0 - level)
-        if stat == "quantile":
+        if stat == "quantile" and kw.get("method", "inverted_cdf") == "inverted_cdf":
             # Inverted CDF band: {x : q in CI(F(x))}.  lo = first value whose upper CDF end
             # reaches q, hi = first whose lower end does.  It misses the true quantile x* only
             # if F(x*) is above its interval or F(x* - 1) below its own (one tail each), where
@@ -266,9 +276,12 @@ class Bootstrap:
         lo, hi = self._ends(t, np.asarray(self._stat(stat, self.replicates, kw), dtype=float), alpha, kind)
         if stat in ("cdf", "range", "p"):
             lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
-        elif stat in ("mean", "quantile"):
+        elif stat == "mean":
             v0, v1 = float(self.values[0]), float(self.values[-1])
             lo, hi = np.clip(lo, v0, v1), np.clip(hi, v0, v1)
+        elif stat == "quantile":  # interpolated: within the outer cell edges
+            e = _edges(self.values)
+            lo, hi = np.clip(lo, e[0], e[-1]), np.clip(hi, e[0], e[-1])
         else:
             lo = np.maximum(lo, 0.0)
         return _scalar(lo), _scalar(hi)

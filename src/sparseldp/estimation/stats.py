@@ -10,7 +10,19 @@ For a distribution ``p`` on increasing integer values ``v_0 < ... < v_{k-1}``
 * ``range_prob(a, b) = P(a <= X <= b)``;
 * ``quantile(q) = min {v_j : cdf(v_j) >= q}`` for ``q`` in ``(0, 1)`` (the
   left-continuous inverse of the CDF, numpy's ``"inverted_cdf"`` rule; the
-  median is ``quantile(0.5)``).
+  median is ``quantile(0.5)``): always one of the values;
+* ``quantile(q, method="interpolated")``: the grouped-data rule.  Each value's
+  mass is spread uniformly over its cell, from half-way to the value below
+  to half-way to the value above (``[v_j - 1/2, v_j + 1/2]`` for consecutive
+  integers; the end cells are symmetric about ``v_0`` and ``v_{k-1}``), and the
+  quantile is where that piecewise-linear CDF reaches ``q``:
+  ``e_j + (q - cdf(v_{j-1})) / p_j (e_{j+1} - e_j)`` with ``v_j`` the
+  inverted-CDF quantile and ``e_j, e_{j+1}`` its cell's edges (the textbook
+  median of grouped data).  A real number within half a step of the
+  inverted-CDF quantile, and a continuous function of ``p``: its bootstrap
+  intervals are ordinary reflected/percentile intervals, where the
+  inverted-CDF quantile, a step function of ``p``, needs intervals that are
+  sets of values (:meth:`~sparseldp.estimation.intervals.Bootstrap.interval`).
 
 Every function works along the last axis of ``p``, so a ``B x k`` array of
 bootstrap replicates gives ``B`` statistics in one call.
@@ -35,6 +47,8 @@ __all__ = ["cdf", "distance", "mean", "quantile", "range_prob", "var"]
 
 _METRICS = ("tv", "w1", "ks")
 _STATS = ("mean", "var", "quantile", "cdf", "range", "p")
+# Quantile rules (module docstring): a value of the domain, or the grouped-data interpolation.
+QUANTILE_METHODS = ("inverted_cdf", "interpolated")
 # Values with cdf within this of q count as reaching q (cumsum rounding of a p that sums to 1).
 _CDF_SLACK = 1e-12
 
@@ -97,6 +111,14 @@ def _check_point(x, name: str) -> np.ndarray:
     return arr
 
 
+def _check_quantile_method(method) -> str:
+    if not isinstance(method, str):
+        raise TypeError(f"method must be 'inverted_cdf' or 'interpolated'; got {type(method).__name__} {method!r}")
+    if method not in QUANTILE_METHODS:
+        raise ValueError(f"method must be 'inverted_cdf' or 'interpolated'; got {method!r}")
+    return method
+
+
 def _scalar(out):
     return float(out) if np.ndim(out) == 0 else out
 
@@ -152,10 +174,18 @@ def var(p, values=None):
     return _scalar(_var(p, _check_values(values, p.shape[-1])))
 
 
-def quantile(p, q, values=None):
-    """``min {v_j : cdf(v_j) >= q}``, for ``q`` in (0, 1) (scalar or array; output axes ``p.shape[:-1] + q.shape``)."""
+def quantile(p, q, values=None, *, method: str = "inverted_cdf"):
+    """The ``q``-quantile for ``q`` in (0, 1) (scalar or array; output axes ``p.shape[:-1] + q.shape``).
+
+    ``method="inverted_cdf"`` (default): ``min {v_j : cdf(v_j) >= q}``, a value of
+    the domain.  ``method="interpolated"``: the grouped-data rule of the module
+    docstring, a real number in the inverted-CDF quantile's cell.
+    """
     p = _check_dist(p, "p")
-    return _scalar(_quantile(p, _check_values(values, p.shape[-1]), _check_q(q)))
+    v = _check_values(values, p.shape[-1])
+    if _check_quantile_method(method) == "interpolated":
+        return _scalar(_quantile_interp(p, v, _check_q(q)))
+    return _scalar(_quantile(p, v, _check_q(q)))
 
 
 def cdf(p, x, values=None):
@@ -202,6 +232,29 @@ def _quantile(p, v, q):
     # number of values whose cdf is still below q = index of the first that reaches it
     idx = (F[..., None, :] < qf[:, None] - _CDF_SLACK).sum(axis=-1)
     out = v[np.minimum(idx, v.size - 1)]
+    return out.reshape(p.shape[:-1] + q.shape)
+
+
+def _edges(v) -> np.ndarray:
+    """Cell edges of the grouped-data rule: midpoints between values, end cells symmetric (``k + 1`` edges)."""
+    vf = np.asarray(v, dtype=float)
+    if vf.size == 1:
+        return np.array([vf[0] - 0.5, vf[0] + 0.5])
+    mid = 0.5 * (vf[1:] + vf[:-1])
+    return np.concatenate([[vf[0] - (mid[0] - vf[0])], mid, [vf[-1] + (vf[-1] - mid[-1])]])
+
+
+def _quantile_interp(p, v, q):
+    F = _cum(p)
+    P = p / p.sum(axis=-1, keepdims=True)
+    qf = np.ravel(q)
+    idx = np.minimum((F[..., None, :] < qf[:, None] - _CDF_SLACK).sum(axis=-1), v.size - 1)  # (..., nq)
+    F_below = np.take_along_axis(F, idx, axis=-1) - np.take_along_axis(P, idx, axis=-1)
+    mass = np.take_along_axis(P, idx, axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(mass > 0, (qf - F_below) / mass, 1.0)
+    e = _edges(v)
+    out = e[idx] + np.clip(frac, 0.0, 1.0) * (e[idx + 1] - e[idx])
     return out.reshape(p.shape[:-1] + q.shape)
 
 
