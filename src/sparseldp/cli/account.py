@@ -33,7 +33,8 @@ domain when it has one) at its recorded ``eps`` and ``H`` unless ``--eps`` /
 channel output is a summary already (the worst pair, no rows).
 
 ``--reports k`` adds the guarantee of ``k`` reports of one person
-(:func:`sparseldp.composition.k_reports`): basic composition ``(k eps,
+(:func:`sparseldp.composition.k_reports`; for a spec, routed by
+:func:`sparseldp.composition.spec_route`): basic composition ``(k eps,
 min(1, k delta_star))``, a rigorous upper bound, and beside it the exact
 composition on the privacy-loss lattice (:func:`sparseldp.composition.compose`)
 for Sparse Laplace / Gaussian on Z or with extended windows: the ``k``-fold
@@ -141,11 +142,11 @@ def _summary(mechanism, eps: float, H: int, as_json: bool, k=None) -> None:
     _print_reports(console, reports)
 
 
-def _k_reports(mechanism, k: int, eps: float, upper: float, H: int, reason: str | None = None):
-    """The guarantee of ``k`` reports (:func:`sparseldp.composition.k_reports`); ``mechanism`` None: basic only."""
+def _k_reports(mechanism, k: int, eps: float, upper: float, H: int):
+    """The guarantee of ``k`` reports of a mechanism on Z (:func:`sparseldp.composition.k_reports`)."""
     from ..composition import k_reports
 
-    return k_reports(mechanism, k, eps=eps, delta=upper, H=H, max_points=MAX_REPORT_POINTS, reason=reason)
+    return k_reports(mechanism, k, eps=eps, delta=upper, H=H, max_points=MAX_REPORT_POINTS)
 
 
 def _print_reports(console, r) -> None:
@@ -264,17 +265,9 @@ def _account_spec(path, eps, H, as_json: bool, summary: bool, k=None) -> None:
            "guarantee": Guarantee(eps=eps, delta=upper, H=H).to_dict()}
     reports = None
     if k is not None:
-        span = spec.domain[1] - spec.domain[0]
-        if spec.baseline:
-            reports = _k_reports(None, k, eps, upper, H, reason=f"a {spec.family} channel: its privacy loss lies "
-                                                                 "on no lattice")
-        elif spec.window == "clipped":
-            reports = _k_reports(None, k, eps, upper, H, reason="clipped windows: the rows are renormalized at the "
-                                                                "domain's edges, so the pairs share no loss lattice")
-        elif span < 1:
-            reports = _k_reports(None, k, eps, upper, H, reason="the domain has one value: no pair to tell apart")
-        else:  # extended windows: every row is the mechanism on Z, pairs at most min(H, hi - lo) apart
-            reports = _k_reports(spec.mechanism, k, eps, upper, min(H, span))
+        from ..composition import spec_k_reports
+
+        reports = spec_k_reports(spec, k, eps=eps, delta=upper, H=H, max_points=MAX_REPORT_POINTS)
         out["reports"] = reports.to_dict()
     if as_json:
         print_json(out)

@@ -129,16 +129,16 @@ def applied_guarantee(spec):
 
 
 def _exact_per_person(spec, guarantee, k: int):
-    """The exact composition of the ``k`` reports of one person where it is cheap, else None (basic only)."""
-    if guarantee is None or k < 2 or spec.baseline or (spec.domain is not None and spec.window == "clipped"):
-        return None
-    H = guarantee.H if spec.domain is None else min(guarantee.H, spec.domain[1] - spec.domain[0])
-    if H < 1:
-        return None
-    from ..composition import k_reports
+    """The exact composition of the ``k`` reports of one person where it is cheap, else None (basic only).
 
-    r = k_reports(spec.mechanism, k, eps=guarantee.eps, delta=guarantee.delta, H=H,
-                  max_points=EXACT_COMPOSITION_POINTS, with_eps=False)
+    Routed as ``account --reports`` routes a spec (:func:`sparseldp.composition.spec_k_reports`).
+    """
+    if guarantee is None or k < 2:
+        return None
+    from ..composition import spec_k_reports
+
+    r = spec_k_reports(spec, k, eps=guarantee.eps, delta=guarantee.delta, H=guarantee.H,
+                       max_points=EXACT_COMPOSITION_POINTS, with_eps=False)
     return r if r.route == "lattice" else None
 
 

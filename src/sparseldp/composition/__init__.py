@@ -11,7 +11,9 @@ Two routes, one interface (``delta(eps)``, ``epsilon(delta)``):
 * :func:`to_pld` -- one report's PLD as a dp-accounting object
   (pessimistic), to compose with other mechanisms (:mod:`.pld`).
 * :func:`k_reports` -- the guarantee of ``k`` reports as the CLI states it:
-  basic composition beside the exact one, each labelled (:mod:`.guarantee`).
+  basic composition beside the exact one, each labelled (:mod:`.guarantee`);
+  :func:`spec_route` / :func:`spec_k_reports` -- the same for a mechanism
+  spec (which route its reports take, and why not the lattice).
 
 >>> from sparseldp import SparseGaussian
 >>> c = compose(SparseGaussian(sigma=2.0, s=21), 10, H=2)
@@ -22,8 +24,8 @@ Two routes, one interface (``delta(eps)``, ``epsilon(delta)``):
 from __future__ import annotations
 
 from .exact import Composition, LatticeComposition, PLDComposition, compose
-from .guarantee import KReports, k_reports
+from .guarantee import KReports, SpecRoute, k_reports, spec_k_reports, spec_route
 from .pld import log_pmf_pair, to_pld
 
 __all__ = ["compose", "Composition", "LatticeComposition", "PLDComposition", "to_pld", "log_pmf_pair", "k_reports",
-           "KReports"]
+           "KReports", "SpecRoute", "spec_route", "spec_k_reports"]

@@ -56,7 +56,7 @@ import numpy as np
 from scipy import fft as _fft
 from scipy.special import logsumexp
 
-__all__ = ["LatticeLoss", "KFold", "MAX_POINTS", "ABS_FLOOR"]
+__all__ = ["LatticeLoss", "KFold", "LatticeTooLarge", "MAX_POINTS", "ABS_FLOOR"]
 
 _U = 2.0**-53
 #: Largest composed lattice (``k (n - 1) + 1`` points) composed by FFT: arrays of 64 MB each.
@@ -144,10 +144,23 @@ class LatticeLoss:
                            step=self.step, log_inf=self.log_inf, log_fin=self.log_fin, dropped=dropped)
 
 
-class KFold:
-    """``k`` reports of one :class:`LatticeLoss`: ``delta(eps)`` with an error bound, ``epsilon(delta)``."""
+class LatticeTooLarge(ValueError):
+    """The composed lattice of ``k`` reports would have ``npts = k (n - 1) + 1`` points, more than ``max_points``."""
 
-    def __init__(self, loss: LatticeLoss, k: int):
+    def __init__(self, message: str, *, n: int, npts: int, max_points: int):
+        super().__init__(message)
+        self.n, self.npts, self.max_points = n, npts, max_points
+
+
+class KFold:
+    """``k`` reports of one :class:`LatticeLoss`: ``delta(eps)`` with an error bound, ``epsilon(delta)``.
+
+    The loss is trimmed for ``k`` here (:meth:`LatticeLoss.trimmed`), once; a composed lattice of more
+    than ``max_points`` (at most :data:`MAX_POINTS`) points raises :class:`LatticeTooLarge` before any
+    array of its length is made.
+    """
+
+    def __init__(self, loss: LatticeLoss, k: int, *, max_points: int = MAX_POINTS):
         self.k = int(k)
         loss = loss.trimmed(self.k)
         self.loss = loss
@@ -156,11 +169,13 @@ class KFold:
         self.log_fin_k = self.k * loss.log_fin
         self.inf_mass = float(-math.expm1(self.log_fin_k))  # 1 when the rows are disjoint (log_fin = -inf)
         self.npts = 0 if n == 0 else self.k * (n - 1) + 1
-        if self.npts > MAX_POINTS:
-            raise ValueError(
-                f"k (n - 1) + 1 must be at most 2^23 = {MAX_POINTS} (points of the composed privacy loss "
+        if self.npts > max_points:
+            limit = f"2^23 = {MAX_POINTS}" if max_points == MAX_POINTS else f"{max_points}"
+            raise LatticeTooLarge(
+                f"k (n - 1) + 1 must be at most {limit} (points of the composed privacy loss "
                 f"lattice; n = {n} per report); got k = {self.k}, {self.npts} points: use fewer reports, a "
-                f"smaller support, or the dp-accounting route (sparseldp.composition.to_pld)")
+                f"smaller support, or the dp-accounting route (sparseldp.composition.to_pld)",
+                n=n, npts=self.npts, max_points=max_points)
         if n == 0:
             return
         self._i = np.arange(n, dtype=float)

@@ -82,7 +82,7 @@ from ..core.kernels import GaussianKernel, LaplaceKernel
 from ..core.mechanisms import RadiusMechanism
 from ..core.protocol import LocalRandomizer
 from ..errors import InfeasibleError
-from ._lattice import KFold, LatticeLoss
+from ._lattice import MAX_POINTS, KFold, LatticeLoss
 from .pld import to_pld
 
 __all__ = ["compose", "Composition", "LatticeComposition", "PLDComposition"]
@@ -281,6 +281,19 @@ def _lattice_loss(mechanism, h: int) -> LatticeLoss:
     return LatticeLoss(out, unit=unit, c0=c0, step=step, log_inf=log_inf, log_fin=log_fin)
 
 
+def _lattice_composition(mechanism, k: int, h: int, H: int | None, *,
+                         max_points: int = MAX_POINTS) -> LatticeComposition:
+    """The exact route of :func:`compose`: ``k`` reports of ``mechanism`` at separation ``h`` on the lattice.
+
+    The one construction of a :class:`LatticeComposition` (``compose`` and
+    :func:`~sparseldp.composition.k_reports` both call it, so their numbers
+    agree bit for bit).  Raises :class:`~sparseldp.composition._lattice.LatticeTooLarge`
+    when the composed lattice would have more than ``max_points`` points, and
+    ``ValueError`` when its coefficients pass ``2^53`` or a loss overflows.
+    """
+    return LatticeComposition(mechanism, k, h, H, KFold(_lattice_loss(mechanism, h), k, max_points=max_points))
+
+
 def compose(mechanism, k, *, h=None, H=None, x=None, x_prime=None, value_discretization_interval=1e-4):
     r"""The ``(eps, delta)`` profile of ``k`` reports of one person, each with fresh noise.
 
@@ -343,7 +356,7 @@ def compose(mechanism, k, *, h=None, H=None, x=None, x_prime=None, value_discret
             H = check_int(H, "H", minimum=1)
         if isinstance(mechanism.kernel, (LaplaceKernel, GaussianKernel)):
             h_eff = h if h is not None else min(H, 2 * mechanism.t + 1)
-            return LatticeComposition(mechanism, k, h_eff, H, KFold(_lattice_loss(mechanism, h_eff), k))
+            return _lattice_composition(mechanism, k, h_eff, H)
         t = mechanism.t
         if (h if h is not None else H) > 2 * t:  # disjoint windows at this separation: delta = 1
             return PLDComposition(mechanism, k, [(min(h or H, 2 * t + 1), None)], h=h, H=H)

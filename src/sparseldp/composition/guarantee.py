@@ -28,6 +28,11 @@ The lattice route applies to the two families on Z and to extended-window
 channels (whose rows are the mechanism on Z); elsewhere -- clipped windows,
 general kernels, baselines, a composed lattice above ``max_points`` points --
 only basic composition is stated, and :attr:`KReports.why_basic` says why.
+For a mechanism spec (:mod:`sparseldp.spec`) :func:`spec_route` is that rule
+(whether its reports are those of its mechanism on Z, why not, and the
+largest separation that occurs on its domain), and :func:`spec_k_reports`
+applies it: every command that states the guarantee of ``k`` reports of a
+spec asks them.
 """
 
 from __future__ import annotations
@@ -39,10 +44,10 @@ from .._validation import check_int, check_nonnegative, check_probability
 from ..core.kernels import GaussianKernel, LaplaceKernel
 from ..core.mechanisms import RadiusMechanism
 from ..errors import InfeasibleError
-from ._lattice import MAX_POINTS, KFold
-from .exact import LatticeComposition, _lattice_loss
+from ._lattice import MAX_POINTS, LatticeTooLarge
+from .exact import LatticeComposition, _lattice_composition
 
-__all__ = ["KReports", "k_reports"]
+__all__ = ["KReports", "k_reports", "SpecRoute", "spec_route", "spec_k_reports"]
 
 # Steps (each 4x the previous, from 1e-13 relative) to move eps_k past the error bar of delta_k.
 _STEPS = 80
@@ -144,13 +149,12 @@ def k_reports(mechanism, k, *, eps: float, delta: float, H: int, max_points: int
     if k == 1:
         return _basic(k, H, eps, delta, "one report: nothing to compose")
     h = min(H, 2 * mechanism.t + 1)
-    loss = _lattice_loss(mechanism, h).trimmed(k)
-    npts = 0 if loss.n == 0 else k * (loss.n - 1) + 1
-    if npts > max_points:
-        return _basic(k, H, eps, delta, f"the composed privacy-loss lattice would have k (n - 1) + 1 = {npts:,} "
-                                        f"points (n = {loss.n} per report), more than the {max_points:,} composed here")
-    try:
-        comp = LatticeComposition(mechanism, k, h, H, KFold(loss, k))
+    try:  # compose()'s own construction: the same lattice, trimmed once, the same numbers
+        comp = _lattice_composition(mechanism, k, h, H, max_points=max_points)
+    except LatticeTooLarge as exc:
+        return _basic(k, H, eps, delta, f"the composed privacy-loss lattice would have k (n - 1) + 1 = "
+                                        f"{exc.npts:,} points (n = {exc.n} per report), more than the "
+                                        f"{max_points:,} composed here")
     except ValueError as exc:  # coefficients beyond 2^53 or an overflowing loss: no exact lattice
         return _basic(k, H, eps, delta, str(exc))
     e_k = k * eps
@@ -162,6 +166,71 @@ def k_reports(mechanism, k, *, eps: float, delta: float, H: int, max_points: int
     return KReports(k=k, H=H, eps=eps, delta=delta, basic_eps=k * eps, basic_delta=target, route="lattice", h=h,
                     exact_delta=float(value), exact_delta_error=float(error), exact_eps=exact_eps,
                     exact_eps_note=note)
+
+
+@dataclass(frozen=True)
+class SpecRoute:
+    """How ``k`` reports of a spec's mechanism compose (:func:`spec_route`).
+
+    Attributes
+    ----------
+    lattice : bool
+        Whether every pair of inputs is a pair of the spec's mechanism on Z
+        (on Z, or extended windows), whose reports :func:`k_reports`
+        composes on its privacy-loss lattice.
+    H : int
+        The largest separation that occurs: ``H`` on Z, ``min(H, hi - lo)`` on
+        a domain ``lo..hi`` (``0`` when the domain has one value).
+    why_basic : str or None
+        Why only basic composition applies (``lattice`` False).
+    """
+
+    lattice: bool
+    H: int
+    why_basic: str | None = None
+
+
+def spec_route(spec, H: int) -> SpecRoute:
+    """Whether ``k`` reports of ``spec`` compose exactly on its mechanism's lattice, and why not.
+
+    ``spec`` is a :class:`sparseldp.spec.Spec` (read through its ``baseline``,
+    ``family``, ``domain`` and ``window``), ``H >= 1`` the privacy range.  The
+    lattice applies to Sparse Laplace / Gaussian on Z and with extended windows
+    (every row is the mechanism on Z, so every pair at separation ``h`` is the
+    mechanism's pair ``(0, h)``); not to a baseline channel, whose privacy loss
+    lies on no lattice, nor to clipped windows, whose rows are renormalized at
+    the domain's edges, nor to a domain of one value, which has no pair.
+    """
+    H = check_int(H, "H", minimum=1)
+    if spec.domain is None:
+        return SpecRoute(True, H)
+    span = spec.domain[1] - spec.domain[0]
+    H_eff = min(H, span)
+    if spec.baseline:
+        return SpecRoute(False, H_eff, f"a {spec.family} channel: its privacy loss lies on no lattice")
+    if spec.window == "clipped":
+        return SpecRoute(False, H_eff, "clipped windows: the rows are renormalized at the domain's edges, so the "
+                                       "pairs share no loss lattice")
+    if span < 1:
+        return SpecRoute(False, H_eff, "the domain has one value: no pair to tell apart")
+    return SpecRoute(True, H_eff)
+
+
+def spec_k_reports(spec, k, *, eps: float, delta: float, H: int, max_points: int = MAX_POINTS,
+                   with_eps: bool = True) -> KReports:
+    """:func:`k_reports` for the mechanism of ``spec`` on the range ``H``, routed by :func:`spec_route`.
+
+    On the lattice route the mechanism on Z is composed on the range that
+    occurs (``min(H, hi - lo)`` on a domain); otherwise basic composition on
+    ``H`` is stated, with the reason.  ``eps``, ``delta`` (a rigorous upper
+    bound on one report's ``delta*(eps; H)``), ``max_points`` and ``with_eps``
+    as for :func:`k_reports`.
+    """
+    route = spec_route(spec, H)
+    if not route.lattice:
+        return k_reports(None, k, eps=eps, delta=delta, H=H, max_points=max_points, reason=route.why_basic,
+                         with_eps=with_eps)
+    return k_reports(spec.mechanism, k, eps=eps, delta=delta, H=route.H, max_points=max_points, with_eps=with_eps)
 
 
 def _eps_with_error(comp: LatticeComposition, target: float):

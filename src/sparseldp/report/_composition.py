@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..composition import PLDComposition, compose, to_pld
+from ..composition import PLDComposition, compose, spec_route, to_pld
 from ..errors import InfeasibleError
-from ._common import Num, _is_clipped, _range_on_domain
+from ._common import Num
 
 __all__ = ["MAX_PLD_PAIRS", "MAX_PLD_REPORTS", "PLD_VDI", "MAX_COMPOSE_POINTS", "composition_ks"]
 
@@ -119,13 +119,14 @@ class _NoPairs:
 
 def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_star: float) -> dict:
     ks = composition_ks(K)
-    H_eff = _range_on_domain(spec, H)
-    m = spec.mechanism
+    m = spec.mechanism  # the report covers the two families (a baseline spec has no mechanism on Z)
+    route = spec_route(spec, H)  # the rule account --reports and privatize follow
+    H_eff = route.H
     out = {"ks": ks, "K": K}
     if H_eff < 1:
         comps = {k: _NoPairs(k) for k in ks}
         out.update(route="none", kind="exact", how="no two inputs of the domain are within H of each other")
-    elif not _is_clipped(spec):
+    elif route.lattice:
         comps = {k: compose(m, k, H=H_eff) for k in ks}
         out.update(route="lattice", kind="estimate",
                    how=("exact composition on the privacy-loss lattice (sparseldp.composition.compose: the k-fold "
@@ -134,7 +135,7 @@ def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_s
                         "shown beside each delta" + ("" if spec.domain is None else
                                                      "; the extended-window channel's rows are the mechanism on Z "
                                                      f"and its pairs are at most {H_eff} apart")))
-    else:
+    else:  # clipped windows: no shared lattice, but few distinct pairs
         ch = spec.channel()
         pairs = [] if K > MAX_PLD_REPORTS else _distinct_pairs(spec, H)
         if K > MAX_PLD_REPORTS:
