@@ -260,6 +260,15 @@ def test_a_gaussian_mechanism_without_domain():
         build_report({"family": "laplace"})
 
 
+def test_a_baseline_spec_is_refused_with_a_pointer():
+    from sparseldp.baselines import randomized_response
+    from sparseldp.spec import spec_from_channel
+
+    spec = spec_from_channel(randomized_response(eps=1.0, domain=(0, 4)))
+    with pytest.raises(ValueError, match="privacy report covers the sparse mechanisms.*'rr'.*sparseldp account"):
+        build_report(spec, eps=1.0, H=1)
+
+
 # -- the command line ---------------------------------------------------------------------------
 
 

@@ -122,6 +122,9 @@ def _target(obj, eps, H, delta):
     """``(spec, eps, H, delta)`` from a spec or a mechanism and the optional target arguments."""
     if isinstance(obj, Spec):
         spec = obj
+        if spec.baseline:
+            raise ValueError(f"the privacy report covers the sparse mechanisms (a laplace or gaussian spec); got a "
+                             f"baseline spec ({spec.family!r}): `sparseldp account` states its guarantee")
     elif isinstance(obj, RadiusMechanism):
         spec = spec_from_mechanism(obj)
     else:
