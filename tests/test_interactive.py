@@ -254,12 +254,12 @@ def test_epsilon_table_and_newton_routes_agree(kind, param, s, H, delta, monkeyp
     m = make(kind, param, s)
     h = min(H, 2 * m.t + 1)
     e_table = m.epsilon(delta, H)
-    assert m.kernel._epsilon_setup[h][3] is not None  # the table route answered
+    assert m.kernel._cache["epsilon_setup"][h][3] is not None  # the table route answered
     fresh = make(kind, param, s)
     with monkeypatch.context() as mp:
         mp.setattr(accounting, "_TABLE_MAX", -1)  # no table: the Newton search
         e_newton = fresh.epsilon(delta, H)
-    assert fresh.kernel._epsilon_setup[h][3] is None
+    assert fresh.kernel._cache["epsilon_setup"][h][3] is None
     assert abs(e_table - e_newton) <= 2e-12 * max(e_table, e_newton)
     for e in (e_table, e_newton):
         assert m.delta_star_upper(e, H) <= delta

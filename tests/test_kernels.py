@@ -11,6 +11,7 @@
 """
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -296,3 +297,46 @@ def test_segments_are_the_runs_of_the_overlap_loss(kern):
         for j in range(K.size):  # inside each segment the excess set ends at K_j
             lo = L[j + 1] if j + 1 < K.size else 0.0
             assert kern.last_excess_s(0.5 * (lo + L[j]), h) == K[j]
+
+
+# ---------------------------------------------------------------------------
+# caches: made by the constructor only; equality, hashing and pickling unaffected
+# ---------------------------------------------------------------------------
+def test_caches_are_made_by_the_constructor_only():
+    for k in (LaplaceKernel(0.5, 10), GaussianKernel(2.0, 10), GeneralKernel(STAIRCASE)):
+        assert k._cache == {}
+        if isinstance(k, LogConcaveKernel):
+            assert k._smemo == k._sleak == {"near": {}, "up": {}, "dn": {}}
+        names = set(vars(k))
+        for mode in ("near", "up", "dn"):
+            k.log_normalizer_bound(mode)
+            k.log_range(np.array([-3, 0]), np.array([2, 10]), mode)
+            if isinstance(k, LogConcaveKernel):
+                k.leak_s(3, mode)
+                k.overlap_s(0.5, 3, mode)
+        # computing fills the caches the constructor made; it adds no attribute
+        assert set(vars(k)) == names
+        assert {"logc_near", "logc_up", "logc_dn"} <= set(k._cache)
+        if isinstance(k, LogConcaveKernel):
+            assert all(3 in k._smemo[mode] and 3 in k._sleak[mode] for mode in ("near", "up", "dn"))
+
+
+@pytest.mark.parametrize("make", [lambda: SparseLaplace(lam=0.5, s=21), lambda: SparseGaussian(sigma=2.0, s=21),
+                                  lambda: SparseKernel(weights=STAIRCASE)])
+def test_cached_calls_leave_equality_hashing_and_pickling_unchanged(make):
+    m, fresh = make(), make()
+    assert m == fresh and hash(m) == hash(fresh)
+    calls = [lambda x: x.delta_h(1.0, 3), lambda x: x.delta_h_upper(1.0, 3), lambda x: x.delta_star_upper(0.5, 5),
+             lambda x: x.epsilon(0.3, 2), lambda x: x.delta_star_upper(np.array([0.2, 1.0]), 4)]
+    values = [np.asarray(f(m)) for f in calls]  # fills the kernel's caches
+    assert m == fresh and hash(m) == hash(fresh) and repr(m) == repr(fresh)
+    k = m.kernel
+    assert k == k and k != fresh.kernel  # a kernel equals itself only, cached or not
+    m2 = pickle.loads(pickle.dumps(m))
+    k2 = pickle.loads(pickle.dumps(k))
+    assert m2 == m and hash(m2) == hash(m)
+    assert set(k2._cache) == set(k._cache)  # what was computed travels with the kernel
+    for f, v in zip(calls, values):  # the same values, bit for bit, warm (unpickled) and cold
+        assert np.array_equal(np.asarray(f(m2)), v) and np.array_equal(np.asarray(f(make())), v)
+    for mode in ("near", "up", "dn"):
+        assert k2.log_normalizer_bound(mode) == k.log_normalizer_bound(mode)

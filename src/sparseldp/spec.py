@@ -306,35 +306,60 @@ def _param_key(name: str) -> str:
     return "mechanism_eps" if name == "eps" else name
 
 
-def _validate_baseline(data: dict, family: str) -> Spec:
-    entry = BASELINES[family]
-    pname = entry.param
-    key = _param_key(pname)
-    options = dict(BASELINE_OPTIONS.get(family, ()))
-    allowed = {"family", key, "domain", *options, *_META}
+def _check_keys(data: dict, family: str, allowed: set) -> None:
+    """Refuse every key of ``data`` outside ``allowed``: a misspelt key is an error, not silently ignored."""
     unknown = sorted(str(k) for k in data if k not in allowed)
     if unknown:
         raise ValueError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in a "
                          f"{family} spec; the keys are {', '.join(sorted(allowed))}")
+
+
+def _required(data: dict, family: str, key: str):
+    """``data[key]``; ``ValueError`` naming the key when the spec lacks it."""
     if key not in data:
         raise ValueError(f"a {family} spec needs '{key}'")
-    value = _number(check_positive if family in ("piecewise", "hybrid", "duchi") or pname != "eps"
-                    else check_nonnegative)(data[key], key)
-    if data.get("domain") is None:
-        raise ValueError(f"a {family} spec needs 'domain' [lo, hi]: a baseline is a channel on a finite domain")
-    dom = data["domain"]
+    return data[key]
+
+
+def _domain(data: dict) -> tuple[int, int] | None:
+    """The spec's ``domain`` as ``(lo, hi)`` (:func:`check_domain`), or None when absent or null."""
+    dom = data.get("domain")
+    if dom is None:
+        return None
     if not (isinstance(dom, (list, tuple)) and len(dom) == 2):
         raise ValueError(f"domain must be a pair [lo, hi] of integers with lo <= hi; got {dom!r}")
-    domain = check_domain(tuple(dom))
-    opts = {name: check_int(data[name], name, minimum=low) for name, low in options.items() if name in data}
-    meta = {k: _META[k](data[k], k) for k in _META if k in data}
-    spec = Spec(family=family, param=value, s=None, domain=domain, window=None, meta=meta, options=opts)
+    return check_domain(tuple(dom))
+
+
+def _meta(data: dict) -> dict:
+    """The metadata of :data:`_META` the spec records, each checked."""
+    return {key: _META[key](data[key], key) for key in _META if key in data}
+
+
+def _verified(spec: Spec) -> Spec:
+    """``spec`` with its claims checked and its :attr:`Spec.guarantee` set (:func:`_verify`)."""
+    # the guarantee is recomputed on this very instance, so the channel it builds is kept
     object.__setattr__(spec, "guarantee", _verify(spec))
     return spec
 
 
-def _validate(data: dict) -> Spec:
+def _validate_baseline(data: dict, family: str) -> Spec:
+    pname = BASELINES[family].param
+    key = _param_key(pname)
+    options = dict(BASELINE_OPTIONS.get(family, ()))
+    _check_keys(data, family, {"family", key, "domain", *options, *_META})
+    value = _number(check_positive if family in ("piecewise", "hybrid", "duchi") or pname != "eps"
+                    else check_nonnegative)(_required(data, family, key), key)
+    domain = _domain(data)
+    if domain is None:
+        raise ValueError(f"a {family} spec needs 'domain' [lo, hi]: a baseline is a channel on a finite domain")
+    opts = {name: check_int(data[name], name, minimum=low) for name, low in options.items() if name in data}
+    return _verified(Spec(family=family, param=value, s=None, domain=domain, window=None, meta=_meta(data),
+                          options=opts))
 
+
+def _validate(data: dict) -> Spec:
+    """A spec from its JSON object (module docstring), every field checked and every claim recomputed."""
     family = data.get("family")
     if isinstance(family, str):
         family = family.strip().lower()  # as design() accepts "Laplace"
@@ -345,25 +370,15 @@ def _validate(data: dict) -> Spec:
     except ValueError as exc:
         raise ValueError(f"{exc} (or a baseline: {', '.join(SPEC_FAMILIES)})") from None
     family, pname = fam.name, fam.param
-    allowed = {"family", pname, "s", "domain", "window", *_META}
-    unknown = sorted(str(k) for k in data if k not in allowed)
-    if unknown:
-        raise ValueError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} in a "
-                         f"{family} spec; the keys are {', '.join(sorted(allowed))}")
-    if pname not in data:
-        raise ValueError(f"a {family} spec needs '{pname}'")
-    param = check_positive(data[pname], pname)
+    _check_keys(data, family, {"family", pname, "s", "domain", "window", *_META})
+    param = check_positive(_required(data, family, pname), pname)
     if "s" not in data:
         raise ValueError("spec needs 's' (odd support size >= 1)")
     s = check_odd_s(data["s"], "s")
     mechanism = fam.make(param, s)
-    domain = None
+    domain = _domain(data)
     window = "extended"
-    if data.get("domain") is not None:
-        dom = data["domain"]
-        if not (isinstance(dom, (list, tuple)) and len(dom) == 2):
-            raise ValueError(f"domain must be a pair [lo, hi] of integers with lo <= hi; got {dom!r}")
-        domain = check_domain(tuple(dom))
+    if domain is not None:
         window = data.get("window", "extended")
         if window not in _WINDOWS:
             raise ValueError(f"window must be one of {_WINDOWS}; got {window!r}")
@@ -373,11 +388,7 @@ def _validate(data: dict) -> Spec:
                              f"outputs lo - t .. hi + t fit in int64; got {list(domain)}")
     elif "window" in data:
         raise ValueError(f"window applies only with a domain; got window = {data['window']!r} and no domain")
-    meta = {key: _META[key](data[key], key) for key in _META if key in data}
-    spec = Spec(family=family, param=param, s=s, domain=domain, window=window, meta=meta)
-    # the guarantee is recomputed on this very instance, so the channel it builds is kept
-    object.__setattr__(spec, "guarantee", _verify(spec))
-    return spec
+    return _verified(Spec(family=family, param=param, s=s, domain=domain, window=window, meta=_meta(data)))
 
 
 def _reports_input_unchanged(spec: Spec, target) -> bool:

@@ -292,7 +292,7 @@ def _epsilon_setup(kernel, h: int):
     """Per-separation constants of the root search (cached on the kernel, a few separations):
     ``(log C, leak, hi, table)`` -- the nearest ``log C_t``, the nearest support leakage, the largest
     overlap loss ``L_h(h - t)`` and the segment table (:func:`_segment_table`, or None)."""
-    cache = kernel.__dict__.setdefault("_epsilon_setup", {})
+    cache = kernel._cache.setdefault("epsilon_setup", {})
     got = cache.get(h)
     if got is None:
         if len(cache) >= _SETUPS:
@@ -320,7 +320,7 @@ def _epsilon_segments(kernel, delta: float, h: int, rtol: float):
     """
     if not (1 <= h <= 2 * kernel.t and 0.0 < delta < 1.0):
         return None
-    log_c, leak, hi, table = kernel.__dict__.get("_epsilon_setup", _NO_SETUP).get(h) or _epsilon_setup(kernel, h)
+    log_c, leak, hi, table = kernel._cache.get("epsilon_setup", _NO_SETUP).get(h) or _epsilon_setup(kernel, h)
     # the leakage must be clearly below delta (the nearest value errs by ~1e-15 relative; were it
     # wrong, the certification below would fail and the general search take over)
     if not leak < delta * (1.0 - 1e-9):

@@ -105,7 +105,7 @@ def _generic_tables(kernel, mode):
     for ``0 <= h <= 2t``.  For ``"up"`` ``a`` holds upper and ``b`` lower weight bounds and
     ``C`` a lower bound on the normalizer (``"dn"`` the other way round).
     """
-    cache = kernel.__dict__.setdefault("_generic_tables", {})
+    cache = kernel._cache.setdefault("generic_tables", {})
     got = cache.get(mode)
     if got is None:
         t = kernel.t

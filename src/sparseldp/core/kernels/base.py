@@ -81,11 +81,25 @@ class Kernel(abc.ABC):
       (the generic accountant).
 
     ``log_normalizer`` (a property) is derived from :meth:`log_normalizer_bound`.
+
+    Caches: a kernel is immutable once built (its parameters are never
+    reassigned), so what it derives from them is kept, in dictionaries that
+    :meth:`__init__` creates empty -- the one place the kernel classes make
+    their caches; a subclass's constructor calls ``super().__init__()``.
+    ``_cache`` holds the values computed at most once, by name
+    (``"logc_<mode>"`` for :meth:`log_normalizer_bound`, a subclass's lazily
+    built arrays).  The caches take no part in equality (a kernel equals
+    itself only) and are pickled with the kernel: an unpickled kernel keeps
+    what was computed.  The accountant (:mod:`sparseldp.core.accounting`)
+    keeps its tables there too (``"epsilon_setup"``, ``"generic_tables"``).
     """
 
     t: int
     #: Whether ``w`` is log-concave (see the class docstring); ``False`` unless verified.
     log_concave: bool = False
+
+    def __init__(self) -> None:
+        self._cache = {}  # values computed at most once, by name (class docstring, "Caches")
 
     @abc.abstractmethod
     def log_w(self, k):
@@ -140,9 +154,19 @@ class LogConcaveKernel(Kernel):
     accountant's array path does), plus :meth:`loss_s`,
     :meth:`last_excess_s`, :meth:`segments` and ``_half_fast`` for the root
     search of ``epsilon``.
+
+    Besides :class:`Kernel`'s ``_cache``, :meth:`__init__` creates the scalar
+    twins' tables: ``_smemo`` (:meth:`_memo`) and ``_sleak`` (:meth:`leak_s`),
+    ``{mode: {h: ...}}``, each bounded by :data:`MEMO_SEPARATIONS`.
     """
 
     log_concave = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        # the scalar twins' eps-free constants: mode -> {h: ...} (_memo, leak_s)
+        self._smemo = {"near": {}, "up": {}, "dn": {}}
+        self._sleak = {"near": {}, "up": {}, "dn": {}}
 
     @abc.abstractmethod
     def _range_nonneg(self, a, b, mode):
@@ -216,10 +240,7 @@ class LogConcaveKernel(Kernel):
         separation keeps at most :data:`MEMO_INDICES` per-``K`` entries: memory stays bounded
         whatever the calls.
         """
-        got = self.__dict__.get("_smemo")
-        if got is None:
-            got = self.__dict__["_smemo"] = {"near": {}, "up": {}, "dn": {}}
-        memo = got[mode]
+        memo = self._smemo[mode]
         if len(memo) >= MEMO_SEPARATIONS:
             memo.clear()
         return memo
@@ -228,10 +249,7 @@ class LogConcaveKernel(Kernel):
         """The support leakage ``M(S(0) \\ S(h) | 0)`` for ``1 <= h <= 2t`` as the array path computes it
         (nearest, or a rigorous bound): its terms (:meth:`_leak_terms_s`) turned into ``e^{log v - log C}``
         and summed like the overlap terms of :meth:`overlap_s`.  Independent of ``eps``: kept per ``h``."""
-        memo = self.__dict__.get("_sleak")
-        if memo is None:
-            memo = self.__dict__["_sleak"] = {"near": {}, "up": {}, "dn": {}}
-        memo = memo[mode]
+        memo = self._sleak[mode]
         got = memo.get(h)
         if got is None:
             if len(memo) >= MEMO_SEPARATIONS:
@@ -309,11 +327,11 @@ class LogConcaveKernel(Kernel):
 
     def log_normalizer_bound(self, mode: str) -> float:
         """``log C_t`` rounded to nearest, or a rigorous upper (``"up"``) / lower (``"dn"``) bound."""
-        key = "_logc_" + mode
-        got = self.__dict__.get(key)
+        key = "logc_" + mode
+        got = self._cache.get(key)
         if got is None:
             # C_t = w(0) + 2 sum_{i>=1} w(i): the two one-sided sums, by the scalar twins (the same value
             # as the array methods give, at function-call cost: kernels are built in the design searches)
             got = _s_logaddexp(self._range_nonneg_s(0, self.t, mode), self._range_nonneg_s(1, self.t, mode), mode)
-            self.__dict__[key] = got
+            self._cache[key] = got
         return got

@@ -65,6 +65,7 @@ class GaussianKernel(_SuffixArray, LogConcaveKernel):
     """``w(k) = exp(-k^2 / (2 sigma^2))`` on ``|k| <= t``; one log suffix-sum array with error bounds."""
 
     def __init__(self, sigma: float, t: int):
+        super().__init__()  # the caches (Kernel, "Caches"): here also "elog", "sbounds" and "bounds_s"
         self.sigma = float(sigma)
         self.t = int(t)
         check_gaussian_s(2 * self.t + 1)
@@ -82,9 +83,6 @@ class GaussianKernel(_SuffixArray, LogConcaveKernel):
         self._J = _head_end(self._c, self.t)
         with np.errstate(all="ignore"):
             self._suffix = self._build_suffix()  # suffix[j] = log sum_{i=j}^{t} w(i)
-        self._elog = None  # lazily: float32 bounds on |suffix - exact|
-        self._sbounds = None  # lazily, for t < 2^22: (lower, upper) bounds on the suffix array
-        self._smemo = {"near": {}, "up": {}, "dn": {}}  # the scalar twins' eps-free constants (_memo)
 
     def __repr__(self) -> str:
         return f"SparseGaussian(sigma={self.sigma!r}, s={2 * self.t + 1})"
@@ -227,14 +225,14 @@ class GaussianKernel(_SuffixArray, LogConcaveKernel):
     # -- scalar twins (see LogConcaveKernel): one (eps, h), Python floats ---------------
     def _bounds_s(self):
         """``(lower, upper)`` bounds on the suffix array, indexable with ``.item(i)`` (built once)."""
-        got = self.__dict__.get("_bounds_s_cache")
+        got = self._cache.get("bounds_s")
         if got is None:
             if self.t < (1 << 22):
                 self._suffix_bounds(0, "dn")  # builds the bound arrays (as the array path does)
-                got = self._sbounds
+                got = self._cache["sbounds"]
             else:  # as the array path: per index, without two more O(t) arrays
                 got = (_BoundAt(self, "dn"), _BoundAt(self, "up"))
-            self.__dict__["_bounds_s_cache"] = got
+            self._cache["bounds_s"] = got
         return got
 
     def _range_nonneg_s(self, a: int, b: int, mode: str) -> float:
@@ -258,7 +256,7 @@ class GaussianKernel(_SuffixArray, LogConcaveKernel):
             big = small = self._suffix
             sub = _s_logsubexp_near
         else:
-            lo, hi = self.__dict__.get("_bounds_s_cache") or self._bounds_s()
+            lo, hi = self._cache.get("bounds_s") or self._bounds_s()
             if mode == "up":
                 big, small, sub = hi, lo, _s_logsubexp_up
             else:

@@ -9,8 +9,10 @@ request for a bound; see :meth:`_SuffixArray._error_bounds`) and kept as
 float32 rounded up.
 
 :class:`_SuffixArray` is a base class of :class:`~.gaussian.GaussianKernel`, which sets the
-attributes it reads (``t``, ``_c``, ``_c_up``, ``_c_dn``, ``_J``) and stores ``_suffix``,
-``_elog`` and ``_sbounds``; every range sum of the kernel is the difference of two entries.
+attributes it reads (``t``, ``_c``, ``_c_up``, ``_c_dn``, ``_J``) and stores ``_suffix``; the error
+bounds (``"elog"``) and, for ``t < 2^22``, the bound arrays (``"sbounds"``) are built lazily into the
+kernel's ``_cache`` (:class:`~.base.Kernel`, "Caches").  Every range sum of the kernel is the
+difference of two entries.
 """
 
 from __future__ import annotations
@@ -150,14 +152,15 @@ class _SuffixArray:
         ``w_j <= S_j <= w_j / (1 - e^{-(2j+1) c})`` are used (tight to ``e^-40``
         beyond ``J2``).
         """
-        if self._elog is not None:
-            return self._elog
+        got = self._cache.get("elog")
+        if got is not None:
+            return got
         t, c, J = self.t, self._c, self._J
         suffix = self._suffix
         e = np.zeros(t + 2)
         if not c < math.inf:
-            self._elog = np.zeros(t + 2, dtype=np.float32)
-            return self._elog
+            got = self._cache["elog"] = np.zeros(t + 2, dtype=np.float32)
+            return got
         N = float(t + 2)
         comp = 1.01 * (U + (N * U) ** 2)
         # tail
@@ -236,7 +239,7 @@ class _SuffixArray:
             M = float(Ms[-1])
         e32 = e.astype(np.float32)
         e32 = np.where(e32.astype(float) < e, np.nextafter(e32, np.float32(np.inf)), e32)
-        self._elog = e32
+        self._cache["elog"] = e32
         return e32
 
     def _closed_tail_bounds(self, j):
@@ -249,10 +252,11 @@ class _SuffixArray:
 
     def _suffix_bounds(self, idx, side):
         """Lower (``side="dn"``) or upper bounds on ``log S_j`` at the indices ``idx``."""
-        if self._sbounds is None and self.t < (1 << 22):
+        bounds = self._cache.get("sbounds")
+        if bounds is None and self.t < (1 << 22):
             e = self._error_bounds().astype(float)
-            self._sbounds = (dn(self._suffix - e), up(self._suffix + e))
-        if self._sbounds is not None:
-            return self._sbounds[0 if side == "dn" else 1][idx]
+            bounds = self._cache["sbounds"] = (dn(self._suffix - e), up(self._suffix + e))
+        if bounds is not None:
+            return bounds[0 if side == "dn" else 1][idx]
         e = self._error_bounds()[idx].astype(float)
         return dn(self._suffix[idx] - e) if side == "dn" else up(self._suffix[idx] + e)

@@ -109,6 +109,7 @@ class GeneralKernel(Kernel):
     """
 
     def __init__(self, weights):
+        super().__init__()  # the caches (Kernel, "Caches")
         w = check_weights(weights)
         self.t = int(w.size - 1)
         self._orig = w
@@ -122,7 +123,6 @@ class GeneralKernel(Kernel):
             a.setflags(write=False)
         with np.errstate(divide="ignore"):
             self._logw = np.log(ws)
-        self._cum = {}
         self.log_concave = _exact_log_concave(ws)
 
     def __repr__(self) -> str:
@@ -145,13 +145,13 @@ class GeneralKernel(Kernel):
         return np.where(inside, self._logw[idx], _NEG_INF)
 
     def log_normalizer_bound(self, mode: str) -> float:
-        key = "_logc_" + mode
-        got = self.__dict__.get(key)
+        key = "logc_" + mode
+        got = self._cache.get(key)
         if got is None:
             c = normalizer_bound(self._w[mode], mode)
             with np.errstate(divide="ignore"):
                 got = float(np.log(c)) if mode == "near" else float(log_up(c) if mode == "up" else log_dn(c))
-            self.__dict__[key] = got
+            self._cache[key] = got
         return got
 
     @_quiet

@@ -56,6 +56,7 @@ class LaplaceKernel(LogConcaveKernel):
     """
 
     def __init__(self, lam: float, t: int):
+        super().__init__()  # the caches (Kernel, "Caches")
         self.lam = float(lam)
         self.t = int(t)
         # log(1 - e^{-lam}) without cancellation for tiny lam, and its bounds (scalar twins: the values of
@@ -66,7 +67,6 @@ class LaplaceKernel(LogConcaveKernel):
         # lam = f 2^E with 1/2 <= f < 1: products f * m are error-free for integers m <= 2^53
         f, E = math.frexp(self.lam)
         self._lam_f, self._lam_e = float(f), int(E)
-        self._smemo = {"near": {}, "up": {}, "dn": {}}  # the scalar twins' eps-free constants (_memo)
 
     def __repr__(self) -> str:
         return f"SparseLaplace(lam={self.lam!r}, s={2 * self.t + 1})"
