@@ -5,7 +5,9 @@
   (:func:`_newton`) when that is predicted cheaper; both judged by the
   certified log-likelihood gap ``n log max_x g_x``.
 * :func:`_ems`: EM with smoothing (EMS), :func:`_smooth` being the
-  ``(1, 2, 1)/4`` kernel.
+  ``(1, 2, 1)/4`` kernel, accelerated as a batch of columns (:func:`_ems_fixed`).
+* :func:`_squarem`: the SQUAREM extrapolation that :func:`_em` (one column) and
+  :func:`_ems_fixed` (a batch) share.
 * :func:`_least_squares` and :func:`project_simplex`: unbiased inversion.
 
 The EM solvers take ``A``, the column-scaled channel restricted to the observed
@@ -29,6 +31,8 @@ from .model import _Model
 # EMS: steps over which the linear rate is measured, and the step size treated as rounding.
 _EMS_RATE_SPAN = 5
 _EMS_FLOOR = 1e-14
+# EMS: most halvings of a SQUAREM step length per cycle (an unsettled column falls back to p2).
+_EMS_HALVINGS = 40
 
 
 def project_simplex(v) -> np.ndarray:
@@ -54,6 +58,61 @@ def project_simplex(v) -> np.ndarray:
     p = np.maximum(v - theta, 0.0)
     s = p.sum()
     return p / s if s > 0 else np.full(v.size, 1.0 / v.size)
+
+
+def _squarem(P, r, u, P2, max_halvings=None):
+    r"""The SQUAREM extrapolation of one cycle (Varadhan and Roland 2008, scheme S3), column by column.
+
+    From a point ``p`` and its two plain steps ``p1 = F(p)``, ``p2 = F(p1)``, given as
+    ``r = p1 - p`` and ``u = p2 - p1`` (``v = u - r``): the step length
+    ``a = min(-|r|/|v|, -1)`` (``-1`` when ``v = 0``) and the extrapolation
+    ``p - 2 a r + a^2 v``; while that has a negative entry, ``a`` is moved
+    halfway towards ``-1`` (``a <- (a - 1)/2``), and once it is within ``1e-3`` of
+    ``-1`` it becomes ``-1``: no extrapolation (``a = -1`` gives ``p2``).
+    A step length that overflows (``|v|^2`` subnormal beside a normal ``|r|^2``) is
+    taken as ``-1``.  ``max_halvings`` caps the halvings (``None``: no cap, as for ``_em``); a column
+    still negative at the cap keeps its ``a < -1`` and gets ``p2`` as its point
+    (``_ems_fixed`` then tries its stabilizing step from there).
+
+    ``P``, ``r``, ``u``, ``P2``: ``k x b`` arrays, one column per problem (``_ems_fixed``),
+    or one column as 1-D arrays (``_em``).  A 1-D column is handled with Python floats
+    (numpy's per-call cost on 0-d values made ``_em`` up to 20 % slower on small channels)
+    and keeps ``_em``'s own rounding and test: BLAS dot products for the norms, and
+    ``min >= 0`` (a nan entry counts as negative); columns use sums over axis 0 and ``< 0``.
+
+    Returns ``(a, Pe)``: ``a <= -1`` per column, and where ``a < -1`` the column of ``Pe``
+    is the extrapolated point, nonnegative and rescaled to sum 1.  Where ``a = -1`` the
+    caller takes ``p2`` (those columns of ``Pe`` are not meant to be used).
+    """
+    v = u - r
+    one = v.ndim == 1
+    if one:
+        vv = float(v @ v)
+        a = min(-math.sqrt(float(r @ r) / vv), -1.0) if vv > 0.0 else -1.0
+        if not math.isfinite(a):  # |r|^2 / |v|^2 overflowed: halving -inf would never reach -1
+            a = -1.0
+    else:
+        vv = (v * v).sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            a = np.minimum(np.where(vv > 0, -np.sqrt((r * r).sum(axis=0) / vv), -1.0), -1.0)
+        a = np.where(np.isfinite(a), a, -1.0)
+    some = bool if one else np.count_nonzero  # does any column hold? (a Python bool for one column)
+    live = a < -1.0
+    halvings = 0
+    while some(live):
+        Pe = P - 2.0 * a * r + a * a * v
+        neg = (not Pe.min() >= 0.0) if one else (Pe < 0).any(axis=0) & live
+        if some(neg) and halvings != max_halvings:
+            h = 0.5 * (a - 1.0)  # towards -1, and -1 itself once within 1e-3
+            a = (-1.0 if h > -1.0 - 1e-3 else h) if one else np.where(neg, np.where(h > -1.0 - 1e-3, -1.0, h), a)
+            live = a < -1.0
+            halvings += 1
+            continue
+        if some(neg):  # at the cap: those columns fall back to p2
+            Pe = np.where(neg, P2, Pe)
+        Pe /= Pe.sum(axis=0)
+        return a, Pe
+    return a, P2
 
 
 def _em(A, AT, c, n, p0, tol, max_iter, history=None):
@@ -99,26 +158,10 @@ def _em(A, AT, c, n, p0, tol, max_iter, history=None):
         if evals >= max_iter:
             p, q = p2, q2
             continue
-        r = p1 - p
-        v = p2 - p1 - r
-        vv = float(v @ v)
-        if vv <= 0.0:
+        a, pe = _squarem(p, p1 - p, p2 - p1, p2)
+        if not a < -1.0:  # no extrapolation: the plain step
             p, q = p2, q2
             continue
-        alpha = min(-math.sqrt(float(r @ r) / vv), -1.0)
-        pe = None
-        while alpha < -1.0:
-            cand = p - 2.0 * alpha * r + alpha * alpha * v
-            if cand.min() >= 0.0:
-                pe = cand
-                break
-            alpha = 0.5 * (alpha - 1.0)
-            if alpha > -1.0 - 1e-3:
-                break
-        if pe is None:
-            p, q = p2, q2
-            continue
-        pe = pe / pe.sum()
         qe = AT @ pe
         if loglik(qe) >= loglik(q2):
             p, q = pe, qe
@@ -354,21 +397,7 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter):
             rho = rates[:, ia].max(axis=0)  # the slowest of the last cycles: the early steps are fast
             done = (d2 <= _EMS_FLOOR) | ((cycles >= _EMS_RATE_SPAN) & (rho < 1.0) & (d2 * rho / (1.0 - rho) <= tol))
         cycles += 1
-        v = u - r
-        vv = (v * v).sum(axis=0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            a = np.where(vv > 0, -np.sqrt((r * r).sum(axis=0) / vv), -1.0)
-        a = np.minimum(a, -1.0)
-        Pe = Pa - 2.0 * a * r + a * a * v
-        for _ in range(40):
-            neg = (Pe < 0).any(axis=0) & (a < -1.0)
-            if not neg.any():
-                break
-            a = np.where(neg, 0.5 * (a - 1.0), a)
-            a = np.where(neg & (a > -1.0 - 1e-3), -1.0, a)
-            Pe = Pa - 2.0 * a * r + a * a * v
-        Pe = np.where((Pe < 0).any(axis=0), P2, Pe)
-        Pe /= Pe.sum(axis=0, keepdims=True)
+        a, Pe = _squarem(Pa, r, u, P2, max_halvings=_EMS_HALVINGS)
         extra = (a < -1.0) & ~done
         if extra.any() and evals < max_iter:
             ie = np.flatnonzero(extra)
