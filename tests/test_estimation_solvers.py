@@ -127,3 +127,28 @@ def test_an_overflowing_step_length_takes_the_plain_step():
     assert a == -1.0
     A, _ = _squarem(p[:, None], r[:, None], u[:, None], p2[:, None])
     assert A[0] == -1.0
+
+
+def test_batched_em_refit_reaches_each_columns_certificate():
+    """intervals._refit_em: every column stops with n log max g <= tol, at the log-likelihood of _em's fit."""
+    from sparseldp.estimation.intervals import _refit_em
+    from sparseldp.estimation.solvers import _em
+
+    rng = np.random.default_rng(3)
+    k, m, n, B = 12, 20, 5_000.0, 6
+    A = rng.random((k, m)) ** 3  # a dense channel (column-scaled layout: k x m)
+    AT = A.T.copy()
+    p_true = rng.dirichlet(np.full(k, 0.5))
+    q = AT @ p_true
+    C = rng.multinomial(int(n), q / q.sum(), size=B).T.astype(float)
+    P0 = np.full((k, B), 1.0 / k)
+    P, conv = _refit_em(A, AT, C, n, P0, 0.05, 20_000)
+    assert conv.all()
+    for b in range(B):
+        c = C[:, b]
+        g = (A @ np.divide(c, AT @ P[:, b], out=np.zeros(m), where=c > 0)) / n
+        assert n * np.log(g.max()) <= 0.05 + 1e-9
+        obs = c > 0
+        p1, _, ok, _ = _em(A[:, obs], AT[obs], c[obs], n, np.full(k, 1.0 / k), 0.05, 20_000)
+        ll = lambda p: float(c[obs] @ np.log(AT[obs] @ p))  # noqa: E731
+        assert ok and abs(ll(P[:, b]) - ll(p1)) <= 0.1  # both within 0.05 nats of the maximum
