@@ -19,8 +19,9 @@ Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
 one bootstrap (B = 200) and the note ``hull <cov> (w <width>) | basic ... | pct ...``
 (coverage in %, mean interval width).  Target: 93-97 %.
 
-Repetitions: ``REPS[method]`` (200 for auto and EMS; EM refits cost seconds each, so
-20 for EM: about 10-17 s per bootstrap).  A binomial 95 % band for the coverage
+Repetitions: ``REPS[method]`` (200 for auto and EMS; 8 for EM, 20 with
+``SPARSELDP_BENCH_FULL=1``: an EM bootstrap costs a few seconds, 1.9-2.4 s at B = 200
+after batching the refits).  A binomial 95 % band for the coverage
 estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95 * 0.05 / R)`` (+-3.1 points
 at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [ems|em] [reps]``.
 Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
