@@ -67,41 +67,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REF = (("ems", 0.25), ("stop", 1), ("mle", 0))
 
 
-def _fits(model, c_all, C):
-    """Every path member fit on each column of the training counts ``C`` (outputs x columns)."""
-    from sparseldp.estimation.auto import _EMS_WEIGHTS, _SELECT_TOL, _STOP_CAP, _STOP_MULTS, _stopped_cols, _with_mle
-    from sparseldp.estimation.solvers import _ems_fixed, _mle
-
-    obs = np.flatnonzero(c_all > 0)
-    A, AT = model.fast_columns(obs)
-    C = np.asarray(C, dtype=float)
-    n_train = C.sum(axis=0)
-    k, b = model.k, C.shape[1]
-    out = {}
-    P = np.full((k, b), 1.0 / k)
-    for w in _EMS_WEIGHTS:
-        P, _, _ = _ems_fixed(A, AT, C, 1.0 / n_train, P, 1, w, _SELECT_TOL, 50_000)
-        out[("ems", w)] = P.copy()
-    mults = _STOP_MULTS if _with_mle(model) else ()
-    Ps, _ = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), _STOP_CAP, mults)
-    for f, P in Ps.items():
-        out[("stop", f)] = P.copy()
-    if _with_mle(model):
-        A, AT = model.columns(obs)
-        M = np.empty((k, b))
-        for j in range(b):
-            nz = np.flatnonzero(C[:, j] > 0)
-            Aj, ATj = (A[:, nz], AT[nz]) if model.dense else (A[:, nz].tocsr(), AT[nz].tocsr())
-            pj, *_ = _mle(Aj, ATj, C[nz, j], float(n_train[j]), k, 1e-2, 50_000, model.dense)
-            pj = np.maximum(pj, 0.0)
-            M[:, j] = pj / pj.sum()
-        out[("mle", 0)] = M
-    return out, A, AT
-
-
 def _case_record(i, mech, k, pop, n):
     from sparseldp.estimation import _model
-    from sparseldp.estimation.auto import _FOLDS, _logq, _split
+    from sparseldp.estimation.auto import _FOLDS, _path_fits, _scores, _split
     from sparseldp.sampling import sample
 
     import bench_estimators as BE
@@ -114,11 +82,12 @@ def _case_record(i, mech, k, pop, n):
     c_all = model.counts_of(y, False)
     obs = np.flatnonzero(c_all > 0)
     H = _split(c_all[obs], _FOLDS).astype(float)
-    folds, _, _ = _fits(model, c_all, H.sum(axis=1, keepdims=True) - H)
-    _, FAT = model.fast_columns(obs)
-    scores = {key: _logq(FAT, P) for key, P in folds.items()}
-    full, _, _ = _fits(model, c_all, c_all[obs][:, None])
-    members = {key: P[:, 0] for key, P in full.items()}
+    # auto's own fits and held-out scores (estimation.auto._select), keeping the fold fits
+    folds, _, AT, EAT = _path_fits(model, obs, H.sum(axis=1, keepdims=True) - H, 50_000)
+    scores = _scores(folds, AT, EAT)
+    folds = {key: P / P.sum(axis=0) for key, P in folds.items()}
+    full, _, _, _ = _path_fits(model, obs, c_all[obs][:, None], 50_000)
+    members = {key: P[:, 0] / P[:, 0].sum() for key, P in full.items()}
     errs = {key: BE._errors(p, truth) for key, p in members.items()}
     return {"i": i, "truth": truth, "H": H, "scores": scores, "folds": folds, "members": members, "errs": errs}
 

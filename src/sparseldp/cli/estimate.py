@@ -184,6 +184,7 @@ def estimate_command(
 
     from .._validation import check_int
     from ..estimation import ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
+    from ..estimation.stats import QUANTILE_METHODS
     from ..io import column_counts
     from ..spec import load_spec
 
@@ -197,7 +198,7 @@ def estimate_command(
     if boot == 1:
         raise ValueError("--bootstrap must be 0 (no intervals) or an integer in [2, 10000]; got 1")
     qs = _parse_quantiles(quantiles)
-    if quantile_method not in ("inverted_cdf", "interpolated"):
+    if quantile_method not in QUANTILE_METHODS:
         raise ValueError(f"--quantile-method must be 'inverted_cdf' or 'interpolated'; got {quantile_method!r}")
     rng_range = None if range_ is None else parse_domain(range_, "--range")
     if not column:

@@ -196,44 +196,62 @@ def _with_mle(model: _Model) -> bool:
     return model.dense or model.nnz <= _MLE_NNZ_MAX
 
 
-def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
-    """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals."""
-    obs = np.flatnonzero(c_all > 0)
+def _path_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
+    """Every member of :data:`_PATH` fit on each column of the counts ``C`` (observed outputs ``obs`` x b).
+
+    Returns ``(fits, evals, AT_fast, AT_exact)``: ``fits[key]`` is ``k x b`` (the
+    MLE's columns clipped at 0, not renormalized), ``AT_exact`` is ``None`` when the
+    MLE is off the path.  The MLE is fit with the exact products (Newton needs the
+    matrix); the other members with ``model.fast_columns``.
+    """
     A, AT = model.fast_columns(obs)
-    H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
-    C = H.sum(axis=1, keepdims=True) - H  # training counts
     n_train = C.sum(axis=0)
-    inv_n = 1.0 / n_train
-    k = model.k
-    scores: dict[tuple[str, float], np.ndarray] = {}
+    k, b = model.k, C.shape[1]
+    fits: dict[tuple[str, float], np.ndarray] = {}
     evals = 0
     # EMS path, most smoothing first, warm starts
-    P = np.full((k, folds), 1.0 / k)
+    P = np.full((k, b), 1.0 / k)
     for w in _EMS_WEIGHTS:
-        P, e, _ = _ems_fixed(A, AT, C, inv_n, P, 1, w, _SELECT_TOL, max_iter)
+        P, e, _ = _ems_fixed(A, AT, C, 1.0 / n_train, P, 1, w, _SELECT_TOL, max_iter)
         evals += e
-        scores[("ems", w)] = _logq(AT, P)
-    # discrepancy-stopped EM on each training fold
+        fits[("ems", w)] = P
+    # discrepancy-stopped EM on each column
     mults = _STOP_MULTS if _with_mle(model) else ()  # the bridge to the MLE, where the MLE is on the path
     cap = min(_STOP_CAP, max_iter)
     Ps, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), cap, mults)
     evals += _stop_steps(int(steps.max()), max(mults, default=1), cap)
     for f, P in Ps.items():
-        scores[("stop", f)] = _logq(AT, P)
+        fits[("stop", f)] = P
     if not _with_mle(model):
-        return scores, H, evals
-    # the MLE on each training fold (exact products: Newton needs the matrix)
-    A, AT = model.columns(obs)
-    L = np.empty_like(H)
-    for j in range(folds):
+        return fits, evals, AT, None
+    EA, EAT = model.columns(obs)
+    M = np.empty((k, b))
+    for j in range(b):
         cj = C[:, j]
         nz = np.flatnonzero(cj > 0)
-        Aj, ATj = (A[:, nz], AT[nz]) if model.dense else (A[:, nz].tocsr(), AT[nz].tocsr())
+        Aj, ATj = (EA[:, nz], EAT[nz]) if model.dense else (EA[:, nz].tocsr(), EAT[nz].tocsr())
         pj, e, _, _, _ = _mle(Aj, ATj, cj[nz], float(n_train[j]), k, 1e-2, max_iter, model.dense)
         evals += e
-        L[:, j] = _logq(AT, np.maximum(pj, 0.0)[:, None])[:, 0]
-    scores[("mle", 0)] = L
-    return scores, H, evals
+        M[:, j] = np.maximum(pj, 0.0)
+    fits[("mle", 0)] = M
+    return fits, evals, AT, EAT
+
+
+def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
+    """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals."""
+    obs = np.flatnonzero(c_all > 0)
+    H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
+    fits, evals, AT, EAT = _path_fits(model, obs, H.sum(axis=1, keepdims=True) - H, max_iter)
+    return _scores(fits, AT, EAT), H, evals
+
+
+def _scores(fits: dict, AT, EAT) -> dict:
+    """``log q`` of every fit (:func:`_path_fits`'s output), the MLE's with the exact products."""
+    scores = {key: _logq(AT, P) for key, P in fits.items() if key != ("mle", 0)}
+    if EAT is not None:  # column by column: a matrix-vector product per fold, as each MLE was scored alone
+        M = fits[("mle", 0)]
+        scores[("mle", 0)] = np.column_stack([_logq(EAT, M[:, [j]])[:, 0] for j in range(M.shape[1])])
+    return scores
 
 
 def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR):

@@ -59,8 +59,8 @@ import numpy as np
 from .._validation import check_int, check_probability
 from .model import _model
 from .solvers import _check_smooth, _ems_fixed, _ems_map, _least_squares, _squarem, project_simplex
-from .stats import (_CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
-                    _edges, _mean, _quantile, _quantile_interp, _range, _scalar, _var)
+from .stats import (_STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
+                    _edges, _mean, _quantile, _quantile_interp, _range, _reaching, _scalar, _var)
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
 
@@ -144,10 +144,10 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
     def cert(G):
         return n * np.log(np.maximum(G.max(axis=0), 1e-300))
 
-    def loglik(Q, Ca, Ma):
+    def loglik(Q, Ca, Ma):  # -inf where an observed output has q <= 0, as solvers._em
         with np.errstate(divide="ignore", invalid="ignore"):
             L = np.where(Ma, Ca * np.log(np.where(Ma, Q, 1.0)), 0.0).sum(axis=0)
-        return np.where((Q > 0).all(axis=0) | ~((Q <= 0) & Ma).any(axis=0), L, -np.inf)
+        return np.where(((Q <= 0) & Ma).any(axis=0), -np.inf, L)
 
     evals = 0
     while act.size:
@@ -349,12 +349,9 @@ class Bootstrap:
             q = np.ravel(_check_q(kw["q"]))
             flo, fhi = self._ends(_cum(self.p), _cum(self.replicates), alpha, kind)
             flo, fhi = np.clip(flo, 0.0, 1.0), np.clip(fhi, 0.0, 1.0)
-            k = self.values.size
-            ilo = (fhi[None, :] < q[:, None] - _CDF_SLACK).sum(axis=-1)
-            ihi = (flo[None, :] < q[:, None] - _CDF_SLACK).sum(axis=-1)
             shape = np.shape(kw["q"])
-            lo = self.values[np.minimum(ilo, k - 1)].reshape(shape).astype(float)
-            hi = self.values[np.minimum(ihi, k - 1)].reshape(shape).astype(float)
+            lo = self.values[_reaching(fhi, q)].reshape(shape).astype(float)
+            hi = self.values[_reaching(flo, q)].reshape(shape).astype(float)
             return _scalar(lo), _scalar(hi)
         lo, hi = self._ends(t, np.asarray(self._stat(stat, self.replicates, kw), dtype=float), alpha, kind)
         if stat in ("cdf", "range", "p"):

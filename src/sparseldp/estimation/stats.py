@@ -226,12 +226,14 @@ def _cum(p):
     return c / c[..., -1:]
 
 
+def _reaching(F, qf):
+    """Index of the first value whose cdf ``F`` (last axis) reaches each ``q`` of the flat ``qf``: the number
+    of values whose cdf is still below it (capped at the last value); shape ``F.shape[:-1] + qf.shape``."""
+    return np.minimum((F[..., None, :] < qf[:, None] - _CDF_SLACK).sum(axis=-1), F.shape[-1] - 1)
+
+
 def _quantile(p, v, q):
-    F = _cum(p)
-    qf = np.ravel(q)
-    # number of values whose cdf is still below q = index of the first that reaches it
-    idx = (F[..., None, :] < qf[:, None] - _CDF_SLACK).sum(axis=-1)
-    out = v[np.minimum(idx, v.size - 1)]
+    out = v[_reaching(_cum(p), np.ravel(q))]
     return out.reshape(p.shape[:-1] + q.shape)
 
 
@@ -248,7 +250,7 @@ def _quantile_interp(p, v, q):
     F = _cum(p)
     P = p / p.sum(axis=-1, keepdims=True)
     qf = np.ravel(q)
-    idx = np.minimum((F[..., None, :] < qf[:, None] - _CDF_SLACK).sum(axis=-1), v.size - 1)  # (..., nq)
+    idx = _reaching(F, qf)  # (..., nq)
     F_below = np.take_along_axis(F, idx, axis=-1) - np.take_along_axis(P, idx, axis=-1)
     mass = np.take_along_axis(P, idx, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
