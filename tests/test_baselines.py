@@ -394,6 +394,18 @@ class TestUnbiasedEstimators:
         np.testing.assert_allclose(ch.matrix @ est, ch.inputs, rtol=0, atol=1e-10)
         np.testing.assert_allclose(estimator_variance(ch), closed_form_variance(ch), rtol=1e-12)
 
+    @pytest.mark.parametrize("block", [1, 7, 64, 1 << 20])
+    @pytest.mark.parametrize("make, eps", [(piecewise, 1.0), (duchi, 0.5), (hybrid, 3.0)])
+    def test_estimator_variance_in_blocks_is_the_dense_sum(self, make, eps, block, monkeypatch):
+        # the O(nnz) block sum equals the dense formula whatever the block size (one row or many per block)
+        import sparseldp.baselines.numeric as numeric
+
+        monkeypatch.setattr(numeric, "_VAR_BLOCK", block)
+        ch = make(eps=eps, domain=(-4, 9))
+        M, x, est = ch.matrix.toarray(), ch.inputs.astype(float), report_estimates(ch)
+        dense = (M * (est[None, :] - x[:, None]) ** 2).sum(axis=1) - (M @ est - x) ** 2
+        np.testing.assert_allclose(estimator_variance(ch), dense, rtol=1e-12, atol=1e-12)
+
     def test_piecewise_is_the_papers_mechanism_when_the_band_fits_the_cells(self):
         # z = e^{eps/2} = 2: band ratio (k - 1) s / B = 2 with k - 1 = 10, s = 3, B = 15
         eps, h = 2 * math.log(2), 5.0

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import INT64_MAX, INT64_MIN, check_int, check_nonnegative, check_positive
 from ..channel import SparseChannel, check_domain, check_entries
@@ -427,17 +428,37 @@ def report_estimates(channel) -> np.ndarray:
     return np.concatenate([_duchi_estimates(eps, a, b)[:1], pm, _duchi_estimates(eps, a, b)[1:]])
 
 
+# Stored entries per block of estimator_variance.
+_VAR_BLOCK = 1 << 20
+
+
 def estimator_variance(channel) -> np.ndarray:
     r"""``Var[x^(Y) | x]`` for every input (order of ``channel.inputs``), from the channel matrix.
 
     ``sum_y Q(y|x) (x^(y) - x)^2 - (E[x^ | x] - x)^2`` (the bias term is 0 up to
     rounding); independent of the closed forms of :func:`closed_form_variance`.
+    ``O(nnz)`` time over the stored entries, taken in blocks of about
+    :data:`_VAR_BLOCK` of them, so the extra memory stays a few tens of MB even
+    for a Piecewise channel stored densely (``5000`` values: ``4 x 10^7`` entries,
+    where a dense copy and its temporaries peaked near 1 GB).
     """
     est = report_estimates(channel)
-    M = channel.matrix.toarray()
-    dev = est[None, :] - channel.inputs.astype(float)[:, None]
-    bias = M @ est - channel.inputs.astype(float)
-    return (M * dev * dev).sum(axis=1) - bias * bias
+    M = sp.csr_array(channel.matrix)
+    x = channel.inputs.astype(float)
+    k = M.shape[0]
+    out = np.empty(k)
+    # row blocks of about _VAR_BLOCK stored entries each
+    cuts = np.searchsorted(M.indptr, np.arange(_VAR_BLOCK, M.nnz, _VAR_BLOCK))
+    bounds = np.unique(np.clip(np.concatenate(([0], cuts, [k])), 0, k)).tolist()
+    for lo, hi in zip(bounds, bounds[1:]):
+        a, b = int(M.indptr[lo]), int(M.indptr[hi])
+        rows = np.repeat(np.arange(hi - lo), np.diff(M.indptr[lo:hi + 1]))
+        q, e = M.data[a:b], est[M.indices[a:b]]
+        dev = e - x[lo:hi][rows]
+        second = np.bincount(rows, q * dev * dev, minlength=hi - lo)
+        bias = np.bincount(rows, q * e, minlength=hi - lo) - x[lo:hi]
+        out[lo:hi] = second - bias * bias
+    return out
 
 
 def closed_form_variance(channel) -> np.ndarray:

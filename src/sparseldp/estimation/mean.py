@@ -299,7 +299,7 @@ def _papers_estimator(mechanism, model: _Model):
     cols = order[np.searchsorted(outs[order], model.outputs)]  # the model's outputs are the channel's
     inputs = np.asarray(mechanism.inputs)
     rows = (inputs >= model.lo) & (inputs <= model.hi)
-    # from the channel matrix, O(k m): the O(k) closed_form_variance is no substitute, its Duchi term
+    # from the channel matrix, O(nnz): the O(k) closed_form_variance is no substitute, its Duchi term
     # h^2 (C^2 - t^2) cancels at the ends (relative error ~ cosh(eps/2)^2 2^-53: 1e-4 at eps = 30)
     floor = max(float(estimator_variance(mechanism)[rows].min()), 0.0)
     return est[cols], floor, f"unbiased ({ESTIMATOR_SOURCE[mechanism.family]})"
