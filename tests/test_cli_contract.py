@@ -68,6 +68,7 @@ def test_every_named_column_is_privatized(d, capsys, how):
         assert np.count_nonzero(diff) > 100  # privatized, not copied (P(Y = x) = 0.25 here)
     assert "2 reports of one person together: (eps = 2" in err
     assert "basic composition" in err
+    assert "copied unchanged, not privatized: column 'id'" in err  # the raw column is named, not hidden
 
 
 def test_multi_column_json_states_per_person_guarantee(d, capsys):
@@ -75,7 +76,7 @@ def test_multi_column_json_states_per_person_guarantee(d, capsys):
                        d / "o.csv", "--json")
     assert rc == 0, err
     summary = json.loads(out)
-    assert summary["columns"] == ["a", "b"]
+    assert summary["columns"] == ["a", "b"] and summary["kept_columns"] == ["id"]
     g, gp = summary["guarantee"], summary["guarantee_per_person"]
     assert g["eps"] == 1.0 and g["H"] == 3 and g["source"] == "sampler"
     assert gp["eps"] == 2.0 and gp["reports"] == 2 and gp["delta"] == pytest.approx(min(1, 2 * g["delta"]))

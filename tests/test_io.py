@@ -405,6 +405,7 @@ def test_several_columns_byte_exact_elsewhere(tmp_path, spec_path, monkeypatch, 
     result = sio.privatize_file(src, dst, mechanism=spec_path, columns=["a", "b"], batch_size=batch_size, rng=3)
     assert result.rows == 4 and result.columns == ("a", "b") and result.column == "a"
     assert result.blank_lines == 1
+    assert result.kept_columns == ("id", "city")  # BOM stripped, file order
     yb, ya = _two_columns(dst)
     assert all(abs(y - x) <= T for y, x in zip(yb, [7, -3, 0, 50]))
     assert all(abs(y - x) <= T for y, x in zip(ya, [10, 11, 12, -13]))
@@ -482,6 +483,7 @@ def test_several_columns_parquet(tmp_path, spec_path):
     pq.write_table(table, src)
     result = sio.privatize_file(src, dst, mechanism=spec_path, columns=["a", "b"], batch_size=64, rng=2)
     assert result.rows == n and result.columns == ("a", "b") and result.blank_lines == 0
+    assert result.kept_columns == ("id", "s")  # the other columns, in file order
     out = pq.read_table(dst)
     assert out.column_names == table.column_names
     assert out.column("id").equals(table.column("id")) and out.column("s").equals(table.column("s"))
@@ -898,7 +900,9 @@ def test_cli_success_summary_and_seed_warning(tmp_path, spec_path, capsys):
     argv = ["privatize", "--mechanism", str(spec_path), "--column", "age", str(src), "-o", str(out)]
     assert cli_main(argv + ["--seed", "3"]) == 0
     err = _without_no_target_warning(capsys.readouterr().err)
-    assert len(err) == 2
+    assert len(err) == 3
+    assert [line for line in err if line.startswith("copied unchanged")] == [
+        "copied unchanged, not privatized: columns 'id', 'city'"]
     seed = [line for line in err if "seed" in line]
     assert len(seed) == 1 and "not" in seed[0] and "simulation" in seed[0]
     assert any(re.match(r"privatized 50 rows of column 'age' -> .*out\.csv in \d", line) for line in err)
@@ -908,7 +912,7 @@ def test_cli_success_summary_and_seed_warning(tmp_path, spec_path, capsys):
     capsys.readouterr()
     assert cli_main(argv) == 0
     err = _without_no_target_warning(capsys.readouterr().err)
-    assert len(err) == 1 and "warning" not in err[0]
+    assert len(err) == 2 and not any("warning" in line for line in err)
 
 
 def _without_no_target_warning(stderr: str) -> list[str]:
@@ -927,7 +931,7 @@ def test_cli_quiet_when_piped(tmp_path, spec_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     err = _without_no_target_warning(proc.stderr)
-    assert len(err) == 1 and err[0].startswith("privatized 50 rows")
+    assert len(err) == 2 and err[0].startswith("privatized 50 rows") and err[1].startswith("copied unchanged")
     assert "\x1b" not in proc.stderr and "\r" not in proc.stderr  # no bar, no terminal control
 
 

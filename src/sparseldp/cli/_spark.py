@@ -128,6 +128,7 @@ class SparkResult:
     seconds: float
     output: str
     blank_lines: int = 0
+    kept_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,8 @@ class SparkJob:
                 out = privatize(out, name, spec, rng=rng)
             out._sparseldp_source = df  # errors of any column name the input file
             rows = save_parquet(out, self.output)
-        return SparkResult(rows=rows, seconds=time.perf_counter() - t0, output=self.output)
+            kept = tuple(c for c in df.columns if c not in columns)
+        return SparkResult(rows=rows, seconds=time.perf_counter() - t0, output=self.output, kept_columns=kept)
 
     def column_counts(self, column: str, *, bounds, bounds_reason) -> tuple[int, object]:
         """``(offset, counts)`` of the report column, as :func:`sparseldp.io.column_counts` gives them."""

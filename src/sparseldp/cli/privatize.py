@@ -34,8 +34,11 @@ other field).  Memory stays bounded whatever the file size.
 * Any mistake: one line on stderr naming the problem (row number and value for
   bad values), exit status 2, and no output file (it is written to a temporary
   file and renamed only at the end).
+* Every other column is copied unchanged: the summary names them ("copied
+  unchanged, not privatized"; ``kept_columns`` in ``--json``), so that an
+  identifier or a sensitive column left in the file is seen, not assumed away.
 * On a terminal a progress bar is drawn on stderr; when stderr is not a
-  terminal (piped, redirected) nothing but the final summary line is printed.
+  terminal (piped, redirected) nothing but the final summary is printed.
 """
 
 from __future__ import annotations
@@ -102,6 +105,12 @@ def _columns(column: list[str] | None, columns: str | None) -> list[str]:
     if dup:
         raise ValueError(f"column {dup[0]!r} is named more than once; name each column once")
     return names
+
+
+def _names(cols: list[str], shown: int = 12) -> str:
+    """``'a', 'b', ...`` for a summary line, the first ``shown`` names and how many more."""
+    text = ", ".join(repr(c) for c in cols[:shown])
+    return text if len(cols) <= shown else f"{text} and {len(cols) - shown} more"
 
 
 def applied_guarantee(spec):
@@ -214,9 +223,10 @@ def privatize_command(
     line = (f"privatized {rows:,} row{'s' if rows != 1 else ''} of column{'s' if k > 1 else ''} {cols} -> {where} "
             f"in {result.seconds:.2f} s ({rate:,.0f} rows/s)")
     blank = getattr(result, "blank_lines", 0) or 0
+    kept = list(getattr(result, "kept_columns", ()))
     if as_json:
-        summary = {"rows": rows, "columns": names, "output": where, "seconds": result.seconds,
-                   "seeded": seed is not None, "blank_lines": blank,
+        summary = {"rows": rows, "columns": names, "kept_columns": kept, "output": where,
+                   "seconds": result.seconds, "seeded": seed is not None, "blank_lines": blank,
                    "guarantee": None if guarantee is None else guarantee.to_dict(),
                    "guarantee_per_person": None if guarantee is None else guarantee.composed(k).to_dict(),
                    "guarantee_per_person_exact": None if exact is None else exact.to_dict()["exact"]}
@@ -234,6 +244,9 @@ def privatize_command(
                                f"delta = {exact.exact_delta:.4g} +- {exact.exact_delta_error:.2g} at eps = "
                                f"{exact.basic_eps:.6g} (floating point with an FFT error-model bound, not "
                                "a certificate; the ideal mechanism, not the realized sampler)", err=True)
+        if kept:
+            typer.echo(f"copied unchanged, not privatized: column{'s' if len(kept) > 1 else ''} "
+                       f"{_names(kept)}", err=True)
         if blank:
             typer.echo(f"{blank:,} blank line{'s' if blank != 1 else ''} copied through (not rows)", err=True)
     if guarantee is None:

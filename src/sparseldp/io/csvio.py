@@ -46,9 +46,10 @@ _BOM = b"\xef\xbb\xbf"
 
 @dataclass
 class _Tally:
-    """Counts a CSV pass reports besides its batches."""
+    """What a pass reports besides its batches: blank lines skipped (CSV), every column of the file."""
 
     blank_lines: int = 0
+    names: tuple[str, ...] = ()
 
 
 class _CsvBatch(_Batch):
@@ -297,6 +298,7 @@ def _iter_csv(src: _Source, columns: tuple[str, ...], batch_size: int, fmt: str,
                 delims = seps[prev[h] + 1 : lf_at[h]]
                 header = _parse_header(src.label, chunk, int(rec_start[h]), delims, int(content_end[h]),
                                        columns, fmt)
+                tally.names = header.names
                 skip = h + 1
             else:
                 skip = h

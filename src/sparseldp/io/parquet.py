@@ -135,13 +135,15 @@ def _iter_parquet(pf, label: str, columns: tuple[str, ...], batch_size: int,
 
 
 def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ...], rng, batch_size: int,
-                       progress) -> int:
+                       progress, tally=None) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     pf = _open_parquet(src)
     index, _ = _parquet_targets(pf, src.label, columns)
     out_schema = pf.schema_arrow
+    if tally is not None:
+        tally.names = tuple(out_schema.names)
     for i in index:
         old = out_schema.field(i)
         out_schema = out_schema.set(i, pa.field(old.name, pa.int64(), nullable=old.nullable, metadata=old.metadata))

@@ -197,6 +197,8 @@ class PrivatizeResult:
     ``blank_lines`` counts the blank lines copied through: those before the
     header and, in a CSV of several columns, any (not rows; always 0 for
     Parquet).  ``seeded``: a seed was given (simulation, not for production).
+    ``kept_columns``: the file's other columns, in file order, copied unchanged
+    (not privatized: whatever they hold is published as it is).
     """
 
     rows: int
@@ -208,6 +210,7 @@ class PrivatizeResult:
     seeded: bool
     columns: tuple[str, ...]
     blank_lines: int
+    kept_columns: tuple[str, ...] = ()
 
 
 def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | None = None,
@@ -307,7 +310,7 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
 
         def write(fh) -> int:
             if fmt == "parquet":
-                return _privatize_parquet(src, fh, target, names, rng, batch_size, progress)
+                return _privatize_parquet(src, fh, target, names, rng, batch_size, progress, tally)
             return _privatize_csv(src, fh, target, names, rng, batch_size, progress, fmt, tally)
 
         if out_stdio:  # no temporary file: on an error the rows written so far are out
@@ -325,4 +328,5 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
             rows = _write_atomically(output_path, write)
     return PrivatizeResult(rows=rows, seconds=time.perf_counter() - t0, input=input_path, output=output_path,
                            column=names[0], format=fmt, seeded=seeded, columns=names,
-                           blank_lines=tally.blank_lines)
+                           blank_lines=tally.blank_lines,
+                           kept_columns=tuple(c for c in tally.names if c not in names))
