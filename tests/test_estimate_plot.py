@@ -147,3 +147,21 @@ def test_per_value_intervals_are_drawn_and_checked():
         render_estimate(small, q, ci=q)
     with pytest.raises(ValueError, match="ci low must have one entry per value"):
         render_estimate(small, q, ci=(q[:3], q))
+
+
+@pytest.mark.parametrize("values", [AGES, np.arange(0, 200, 2)])  # consecutive (stairs) and gapped (steps)
+def test_with_intervals_the_band_is_the_only_shaded_area(saved, values):
+    # a filled area under the estimate in the band's colour would read as the band itself
+    from matplotlib.collections import PolyCollection
+
+    p = BIMODAL
+    render_estimate(values, p, ci=(0.9 * p, 1.1 * p))
+    render_estimate(values, p)
+    with_band, without = saved
+    filled = lambda fig: [a for a in fig.axes[0].get_children()  # noqa: E731
+                          if isinstance(a, PolyCollection) or (isinstance(a, StepPatch) and a.get_fill())]
+    band = filled(with_band)
+    assert len(band) == 1 and "interval per value" in _legend_texts(with_band)
+    (verts,) = [path.vertices for path in band[0].get_paths()]
+    assert verts[:, 1].min() >= 0.9 * p.min() - 1e-15  # it spans low..high, not 0..estimate
+    assert len(filled(without)) == 1  # no band: the area under the estimate is shaded

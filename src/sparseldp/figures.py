@@ -379,10 +379,12 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
         legend.append((ax.bar(x, share, width=0.8, color=_C_EST, alpha=0.85, edgecolor="white", linewidth=0.6,
                               zorder=2), "estimated share"))
     elif consecutive:
-        ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)
+        if band_lo is None:  # with a band, the only shading is the band: a filled area would read as one
+            ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)
         legend.append((ax.stairs(share, edges, color=_C_EST, linewidth=1.4, zorder=3), "estimated share"))
     else:
-        ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
+        if band_lo is None:
+            ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
         legend.append((ax.step(x, share, where="mid", color=_C_EST, linewidth=1.4, zorder=3)[0], "estimated share"))
     if band_lo is not None:
         if k <= _BAR_MAX:  # bars: an error bar per value (a band behind bars would be hidden)
@@ -390,7 +392,7 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
             h = ax.errorbar(x, share, yerr=yerr, fmt="none", ecolor="#1f2d3d", elinewidth=1.0, capsize=2.5,
                             zorder=4)
         else:
-            h = ax.fill_between(x, band_lo, band_hi, step="mid", color=_C_EST, alpha=0.25, linewidth=0,
+            h = ax.fill_between(x, band_lo, band_hi, step="mid", color=_C_EST, alpha=0.35, linewidth=0,
                                 zorder=2.5)
         legend.append((h, "interval per value"))
     if truth is not None:
