@@ -480,3 +480,17 @@ def test_estimate_truth_options_are_checked(d, capsys, argv, fragment):
     assert fragment in one_error(capsys, "estimate", rep, "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv",
                                  "--domain", "0:9", *args)
     assert not (d / "e.csv").exists() and not (d / "e.png").exists()
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_estimate_shows_its_stages_on_a_terminal_only(d, capsys, monkeypatch, tty):
+    # on a terminal: what a long run is doing (erased when done); piped: nothing but the summary
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "p.csv",
+                     "--seed", "2")
+    assert rc == 0, err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    rc, _, err = run(capsys, "estimate", d / "p.csv", "-m", d / "mech.json", "-c", "a", "--domain", "0:9",
+                     "-o", d / "e.csv", "--bootstrap", "20")
+    assert rc == 0, err
+    stages = ("reading the reports in column 'a'", "fitting (auto): 10 values, 200 reports", "bootstrap: 20 refits")
+    assert all((s in err) == tty for s in stages), err

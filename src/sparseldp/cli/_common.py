@@ -8,7 +8,8 @@
 * Family and parameter parsing: :func:`check_family`, :func:`family_param`,
   :func:`build_mechanism`.
 * Output: :func:`print_json` (plain JSON on stdout, nothing else),
-  :func:`stdout_console` (rich), :func:`fmt` (numbers in tables).
+  :func:`stdout_console` (rich), :func:`fmt` (numbers in tables),
+  :func:`stage` (what a long command is doing, on a terminal only).
 * Files: :func:`atomic_write_bytes`, :func:`atomic_write_text` (temporary file
   in the target directory, then ``os.replace``; no partial file is ever left
   behind) and :func:`ensure_directory`.
@@ -38,6 +39,7 @@ __all__ = [
     "check_distinct_paths",
     "check_output",
     "is_stdio",
+    "stage",
     "guarantee_text",
     "warn",
     "FAMILIES",
@@ -78,6 +80,26 @@ def is_stdio(path) -> bool:
 def warn(text: str) -> None:
     """One ``warning:`` line on stderr."""
     sys.stderr.write("warning: " + " ".join(str(text).split()) + "\n")
+
+
+def stage(text: str):
+    """A context showing ``text`` with a spinner and the time elapsed, on stderr, while it runs.
+
+    Only when stderr is a terminal; the line is erased when the stage ends.
+    Piped or redirected, nothing is printed (a context that does nothing), so
+    logs and the one-line error contract are unchanged.
+    """
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=Console(file=sys.stderr), transient=True)
+    progress.add_task(text, total=None)
+    return progress
 
 
 def check_distinct_paths(reads: dict, writes: dict) -> None:
