@@ -142,7 +142,7 @@ def test_batched_em_refit_reaches_each_columns_certificate():
     q = AT @ p_true
     C = rng.multinomial(int(n), q / q.sum(), size=B).T.astype(float)
     P0 = np.full((k, B), 1.0 / k)
-    P, conv = _refit_em(A, AT, C, n, P0, 0.05, 20_000)
+    P, conv, gaps = _refit_em(A, AT, C, n, P0, 0.05, 20_000)
     assert conv.all()
     for b in range(B):
         c = C[:, b]
@@ -152,3 +152,12 @@ def test_batched_em_refit_reaches_each_columns_certificate():
         p1, _, ok, _ = _em(A[:, obs], AT[obs], c[obs], n, np.full(k, 1.0 / k), 0.05, 20_000)
         ll = lambda p: float(c[obs] @ np.log(AT[obs] @ p))  # noqa: E731
         assert ok and abs(ll(P[:, b]) - ll(p1)) <= 0.1  # both within 0.05 nats of the maximum
+        assert 0.0 <= gaps[b] <= 0.05
+    # stopped early: the returned gaps still bound each column's distance to the maximum
+    P4, conv4, gaps4 = _refit_em(A, AT, C, n, P0, 0.05, 4)
+    assert not conv4.any() and (gaps4 > 0.05).all()
+    for b in range(B):
+        c = C[:, b]
+        obs = c > 0
+        ll = lambda p: float(c[obs] @ np.log(AT[obs] @ p))  # noqa: E731
+        assert ll(P[:, b]) - ll(P4[:, b]) <= gaps4[b] + 1e-9
