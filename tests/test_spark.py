@@ -298,6 +298,7 @@ def test_cli_engine_spark_end_to_end(spark, data, bad, tmp_path, capsys):
                      "-o", str(out), "--seed", "3", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == 2 * N_PART and summary["output"] == str(out)
+    assert summary["kept_columns"] == ["xs", "id"]  # copied unchanged: named, as on the local engine
     assert sorted(p.name for p in out.glob("part-*.parquet")) and (out / "_SUCCESS").exists()
     table = pq.read_table(out)
     assert table.column_names == ["x", "xs", "id"] and table.schema.field("x").type == pa.int64()
