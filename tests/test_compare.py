@@ -330,7 +330,7 @@ def test_estimate_cli_parquet_json_and_spec_domain(capsys, reports):
         ("age", [], "age\n1\n2\n500\n",
          "row 3 (line 4): column 'age' value '500' is outside the allowed range [-10, 109]"),
         ("age", [], "age\n1\nx\n", "row 2"),
-        ("age", ["--method", "mle"], "age\n1\n", "--method must be 'em', 'ems', 'inversion' or 'auto'"),
+        ("age", ["--method", "mle"], "age\n1\n", "--method must be 'auto', 'em', 'ems' or 'inversion'"),
         ("height", [], "age\n1\n", "height"),
         ("age", [], "age\n", "has no reports"),
     ],

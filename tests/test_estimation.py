@@ -760,5 +760,5 @@ def test_estimate_cli_method_ems(tmp_path, capsys):
     assert "EMS" in text and "smoothing passes 2" in text
     assert main(["estimate", "-m", str(spec), "-c", "age", str(src), "-o", str(tmp_path / "x.csv"),
                  "--domain", "0:99", "--method", "emx"]) == 2
-    assert "--method must be 'em', 'ems', 'inversion' or 'auto'; got 'emx'" in capsys.readouterr().err
+    assert "--method must be 'auto', 'em', 'ems' or 'inversion'; got 'emx'" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()

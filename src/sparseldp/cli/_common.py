@@ -39,6 +39,7 @@ __all__ = [
     "check_distinct_paths",
     "check_output",
     "is_stdio",
+    "one_of",
     "stage",
     "guarantee_text",
     "warn",
@@ -80,6 +81,12 @@ def is_stdio(path) -> bool:
 def warn(text: str) -> None:
     """One ``warning:`` line on stderr."""
     sys.stderr.write("warning: " + " ".join(str(text).split()) + "\n")
+
+
+def one_of(names) -> str:
+    """``'a', 'b' or 'c'``: the allowed values of an option, for its error message."""
+    quoted = [repr(str(n)) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def stage(text: str):

@@ -50,7 +50,7 @@ import typer
 from . import app
 from ._common import Command, atomic_write_bytes, check_distinct_paths, check_output, fmt, print_json, \
     stdout_console
-from ._common import parse_domain
+from ._common import one_of, parse_domain
 
 __all__ = ["compare_command"]
 
@@ -125,6 +125,7 @@ def compare_command(
     """Which mechanism should I deploy? Every family at the same (eps, delta) on range H, measured."""
     from .._validation import check_int
     from ..compare import COMPARE_FAMILIES, METRICS
+    from ..estimation import METHODS
 
     dom = parse_domain(domain)
     if metric not in METRICS:
@@ -140,8 +141,8 @@ def compare_command(
         raise ValueError(f"--window must be 'extended' or 'clipped'; got {window!r}")
     if objective not in ("r1", "r2"):
         raise ValueError(f"--objective must be 'r1' or 'r2'; got {objective!r}")
-    if method is not None and method not in ("auto", "em", "ems", "inversion"):
-        raise ValueError(f"--method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
+    if method is not None and method not in METHODS:
+        raise ValueError(f"--method must be {one_of(METHODS)}; got {method!r}")
     if seed is not None and seed < 0:
         raise ValueError(f"--seed must be an integer >= 0; got {seed}")
     check_int(trials, "--trials", minimum=1, maximum=10_000)

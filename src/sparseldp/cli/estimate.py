@@ -58,7 +58,7 @@ import typer
 
 from . import app
 from ._common import Command, atomic_write_all, check_distinct_paths, check_output, fmt, guarantee_text, \
-    is_stdio, parse_domain, print_json, stage, stdout_console
+    is_stdio, one_of, parse_domain, print_json, stage, stdout_console
 
 #: Largest --max-iter.
 MAX_ITER = 10_000_000
@@ -188,12 +188,13 @@ def estimate_command(
 
     from .._validation import check_int
     from ..estimation import ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
+    from ..estimation import METHODS
     from ..estimation.stats import QUANTILE_METHODS
     from ..io import column_counts
     from ..spec import load_spec
 
-    if method not in ("em", "ems", "inversion", "auto"):
-        raise ValueError(f"--method must be 'em', 'ems', 'inversion' or 'auto'; got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"--method must be {one_of(METHODS)}; got {method!r}")
     if smooth is not None and method != "ems":
         raise ValueError(f"--smooth applies to --method ems only; got --smooth {smooth} "
                          f"with --method {method}")
@@ -203,7 +204,7 @@ def estimate_command(
         raise ValueError("--bootstrap must be 0 (no intervals) or an integer in [2, 10000]; got 1")
     qs = _parse_quantiles(quantiles)
     if quantile_method not in QUANTILE_METHODS:
-        raise ValueError(f"--quantile-method must be 'inverted_cdf' or 'interpolated'; got {quantile_method!r}")
+        raise ValueError(f"--quantile-method must be {one_of(QUANTILE_METHODS)}; got {quantile_method!r}")
     rng_range = None if range_ is None else parse_domain(range_, "--range")
     if not column:
         raise ValueError("--column must be a non-empty column name; got ''")

@@ -56,7 +56,7 @@ import numpy as np
 from .._validation import check_bool, check_int
 from ..design.finite import _check_prior, _check_target
 from ..errors import InfeasibleError
-from ..estimation import ConvergenceWarning, estimate_frequencies_full
+from ..estimation import METHODS as _METHODS, ConvergenceWarning, estimate_frequencies_full
 from .calibration import SPARSE, TooLargeError, calibrate_family
 from .metrics import distortion, distribution_errors, exact_rmse, unbiased_mean_estimator, report_counts, \
     simulate_counts
@@ -71,7 +71,6 @@ __all__ = ["COMPARE_FAMILIES", "METRICS", "SHAPES", "Comparison", "ComparisonRow
 _N_MAX = 1 << 28
 _TRIALS_MAX = 10_000
 _EMS_MODES = ("all", "authors", "none")
-_METHODS = ("auto", "em", "ems", "inversion")
 # Families whose authors estimate the distribution with EMS.
 _EMS_AUTHORS = ("square-wave",)
 

@@ -169,7 +169,8 @@ from __future__ import annotations
 # (tests, benchmarks), _fisher_stderr and _smooth (tests), _rebuild_mean (pickles of
 # MeanEstimate made before the split name sparseldp.estimation._rebuild_mean).
 from .counts import ReportCounts
-from .frequencies import ConvergenceWarning, FrequencyEstimate, estimate_frequencies, estimate_frequencies_full
+from .frequencies import METHODS, ConvergenceWarning, FrequencyEstimate, estimate_frequencies, \
+    estimate_frequencies_full
 from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # noqa: F401
 from .model import _model  # noqa: F401
 from .solvers import _smooth, project_simplex  # noqa: F401
@@ -177,6 +178,7 @@ from .intervals import Bootstrap, bootstrap
 from .stats import distance
 
 __all__ = [
+    "METHODS",
     "ConvergenceWarning",
     "FrequencyEstimate",
     "MeanEstimate",

@@ -20,7 +20,9 @@ from .model import _Model, _model
 from .intervals import bootstrap, statistic
 from .solvers import _check_smooth, _ems, _least_squares, _mle, project_simplex
 
-_METHODS = ("auto", "em", "ems", "inversion")
+#: The frequency estimators, ``estimate_frequencies(method=...)``; the CLI and ``compare`` check against this.
+METHODS = ("auto", "em", "ems", "inversion")
+_METHODS_TEXT = ", ".join(map(repr, METHODS[:-1])) + f" or {METHODS[-1]!r}"  # for error messages
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
 _DEFAULT_TOL = {"auto": 1e-2, "em": 1e-2, "ems": 1e-8, "inversion": 1e-2}
 
@@ -174,9 +176,9 @@ def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged:
 
 def _check_method(method) -> str:
     if not isinstance(method, str):
-        raise TypeError(f"method must be 'auto', 'em', 'ems' or 'inversion'; got {type(method).__name__} {method!r}")
-    if method not in _METHODS:
-        raise ValueError(f"method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
+        raise TypeError(f"method must be {_METHODS_TEXT}; got {type(method).__name__} {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be {_METHODS_TEXT}; got {method!r}")
     return method
 
 
