@@ -329,3 +329,18 @@ def test_interpolated_quantile_interval_is_an_ordinary_bootstrap_interval(est):
     # narrower than the set of values the default rule returns, and inside the domain's cells
     vlo, vhi = bs.interval("quantile", q=0.5)
     assert hi - lo <= vhi - vlo + 1.0 and est.values[0] - 0.5 <= lo <= hi <= est.values[-1] + 0.5
+
+
+def test_unconverged_mle_refits_warn_with_their_certified_gaps():
+    # the method forwards the refits' stopping rule; a cap too small to converge says how far they are
+    e = _estimate(20_000, "em")
+    with pytest.warns(RuntimeWarning, match=r"12 of 12 bootstrap refits stopped at max_iter = 2 before tol = 0\.5 "
+                                            r"\(certified log-likelihood gaps of those: median [0-9.e+]+, largest "
+                                            r"[0-9.e+]+ nats, on 20,000 reports\)"):
+        bs = e.bootstrap(MECH, B=12, rng=0, max_iter=2)
+    assert bs.converged == 0
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert e.bootstrap(MECH, B=12, rng=0, tol=5.0).converged == 12
