@@ -489,8 +489,10 @@ def test_estimate_shows_its_stages_on_a_terminal_only(d, capsys, monkeypatch, tt
                      "--seed", "2")
     assert rc == 0, err
     monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
-    rc, _, err = run(capsys, "estimate", d / "p.csv", "-m", d / "mech.json", "-c", "a", "--domain", "0:9",
-                     "-o", d / "e.csv", "--bootstrap", "20")
+    rc, out, err = run(capsys, "estimate", d / "p.csv", "-m", d / "mech.json", "-c", "a", "--domain", "0:9",
+                       "-o", d / "e.csv", "--bootstrap", "20")
     assert rc == 0, err
+    said = " ".join((out + err).split())  # rich wraps long lines
+    assert "auto: chose " in said and "nats of the maximum (a certified bound" in said
     stages = ("reading the reports in column 'a'", "fitting (auto): 10 values, 200 reports", "bootstrap: 20 refits")
     assert all((s in err) == tty for s in stages), err

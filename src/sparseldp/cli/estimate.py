@@ -361,8 +361,9 @@ def estimate_command(
                else "[NOT converged: raise --max-iter or --tol]")
             + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
     elif est.method == "auto":
+        given_up = "" if est.regularization == "em mle" else ", given up by regularization"
         say(f"auto: chose {est.regularization} by 5-fold held-out likelihood (one-standard-error rule); "
-            f"log-likelihood within {fmt(est.gap, 3)} nats of the maximum")
+            f"log-likelihood within {fmt(est.gap, 3)} nats of the maximum (a certified bound{given_up})")
     from rich.table import Table
 
     tab = Table(title=(f"derived statistics, {confidence:.0%} intervals from a parametric bootstrap "
