@@ -634,3 +634,28 @@ def test_fast_bound_is_tight_for_two_level_columns_and_trivial_otherwise():
     assert float(SparseChannel([[1.0, 3.0]], inputs=[4]).delta_star_upper_fast(0.0)) == 0.0  # no pair in range
     with pytest.raises(ValueError, match="eps must be a real number >= 0"):
         ch.delta_star_upper_fast(-1.0)
+
+
+@pytest.mark.parametrize("make", ["piecewise", "hybrid", "duchi", "randomized_response", "square_wave"])
+@pytest.mark.parametrize("H", [1, 3, None])
+def test_worst_pair_from_the_fast_bounds_peak_row(make, H, monkeypatch):
+    # where the fast upper bound is tight, the worst pair comes from its peak row alone (no scan of all
+    # pairs): it must still attain the brute-force maximum, and its split must add up
+    from sparseldp import baselines
+    from sparseldp.channel import scan
+
+    monkeypatch.setattr(scan, "_PEAK_MIN_WORK", 0)  # the shortcut is for large scans; force it here
+    ch = getattr(baselines, make)(eps=1.0, domain=(0, 11))
+    P = dense(ch)
+    row = {int(v): r for r, v in enumerate(ch.inputs)}
+    used = 0
+    for eps in (0.0, 0.3, 0.8, 1.0, 1.5):
+        used += scan._peak_row_scan(ch, np.array([eps]), H) is not None
+        res = ch.delta_with_argmax(eps, H)
+        exact = brute_delta(P, ch.inputs.tolist(), eps, H)
+        assert res.delta == pytest.approx(exact, abs=1e-14)
+        x, xp = int(res.x), int(res.x_prime)
+        assert x != xp and (H is None or abs(x - xp) <= H)
+        assert brute_pair(P, row[x], row[xp], eps) == pytest.approx(exact, abs=1e-14)
+        assert res.support_leakage + res.overlap == pytest.approx(res.delta, abs=1e-14)
+    assert used >= 1  # the shortcut was taken at least once (eps at or above the pure epsilon: defect 0)

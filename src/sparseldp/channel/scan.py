@@ -24,7 +24,9 @@ class WorstPair:
     """``delta = sup`` of the ordered defect over pairs in range, and a pair attaining it.
 
     ``x``/``x_prime`` are the input values of a maximizing ordered pair (the
-    first one met scanning pairs by increasing rank distance); both are
+    first one met scanning pairs by increasing rank distance; on a large
+    scan that the fast upper bound locates, the best pair of its peak row,
+    see :func:`_peak_row_scan`); both are
     ``None`` when no pair of distinct inputs lies within ``H``.  The split
     ``support_leakage + overlap`` is the defect of that pair (Remark 2).  For
     an array of ``eps`` every field is an array of the same shape.
@@ -62,14 +64,15 @@ def _pair_split(ch, i: int, j: int, eps: np.ndarray):
     return np.full(eps.shape, float(leak[0])), ov
 
 
-def _scan(ch, eps: np.ndarray, H):
+def _scan(ch, eps: np.ndarray, H, pair_sets=None):
+    """Largest defect over the ordered pairs of ``pair_sets`` (default: every pair in range), per eps."""
     backend = ch._backend()
     ne = eps.size
     best = np.full(ne, -1.0)
     bi = np.full(ne, -1, dtype=np.int64)
     bj = np.full(ne, -1, dtype=np.int64)
     ar = np.arange(ne)
-    for I, J in ch._pair_shifts(H):
+    for I, J in (ch._pair_shifts(H) if pair_sets is None else pair_sets):
         for blk in backend.blocks(I, J):
             tot = blk.totals(eps)
             np.minimum(tot, 1.0, out=tot)
@@ -89,10 +92,63 @@ def _scan(ch, eps: np.ndarray, H):
     return best, bi, bj
 
 
+def _peak_row_scan(ch, eps: np.ndarray, H):
+    """The worst pair without the scan of all pairs, where the fast upper bound shows where it is.
+
+    For rows sharing one support, ``channel.upper._fast_upper`` bounds every ordered pair's
+    defect by a per-row bound ``D(x)`` and names a row ``x*`` attaining its maximum ``U``.  When
+    ``U = 0`` every pair's defect is exactly 0 and the scan would report the first pair in range;
+    that pair is returned.  Otherwise the row ``x*`` is scanned against its partners in range
+    (``O(H K)`` instead of ``O(n H K)``); if its best value is within :data:`_PEAK_RTOL` of ``U``,
+    no pair can exceed it by more than that (every exact defect is at most ``U``) and it is
+    returned.  ``None`` (the full scan is needed) for an array of eps, a scan small enough to run
+    (under :data:`_PEAK_MIN_WORK` pair entries: the scan keeps its tie rule there), rows without
+    one common support, or a bound that is not tight (e.g. the sparse families' extended windows).
+    Among pairs tied at the maximum the pair found here can differ from the scan's first one met;
+    the value agrees to rounding (measured: within 3e-16 relative on Piecewise, Hybrid and Duchi
+    channels of 500-1,000 values at H = 999, where the scan took 0.2-3.7 s and this 0.05 s).
+    """
+    from .upper import _fast_upper
+
+    if eps.size != 1:
+        return None
+    n = ch.n_inputs
+    if n * min(n - 1, 2 * (n if H is None else H)) * (ch._matrix.nnz / max(n, 1)) < _PEAK_MIN_WORK:
+        return None
+    peaks: list[int] = []
+    U = _fast_upper(ch, eps, H, peaks)
+    if U is None:
+        return None
+    if U[0] == 0.0:
+        for I, J in ch._pair_shifts(H):
+            if I.size:
+                return np.zeros(1), I[:1].astype(np.int64), J[:1].astype(np.int64)
+        return None
+    if len(peaks) != 1:
+        return None
+    i = int(peaks[0])
+    _, xs = ch._sorted_inputs()
+    near = np.arange(xs.size) != i
+    if H is not None:
+        near &= np.abs(xs - xs[i]) <= H
+    J = np.flatnonzero(near).astype(np.int64)
+    best, bi, bj = _scan(ch, eps, H, [(np.full(J.size, i, dtype=np.int64), J)])
+    if bi is None or not best[0] >= U[0] * (1.0 - _PEAK_RTOL):
+        return None
+    return best, bi, bj
+
+
+# The peak row's best pair stands for the scan of all pairs when it is within this share of the bound.
+_PEAK_RTOL = 1e-12
+# Ordered pairs in range x support size below which the scan of all pairs runs as it is.
+_PEAK_MIN_WORK = 5e7
+
+
 def _worst_pair(ch, e, H, split):
     """``SparseChannel.delta_with_argmax`` for checked ``eps`` array ``e`` and range ``H``."""
     flat = e.reshape(-1)
-    best, bi, bj = _scan(ch, flat, H)
+    fast = _peak_row_scan(ch, flat, H)
+    best, bi, bj = fast if fast is not None else _scan(ch, flat, H)
     shape = e.shape
     if bi is None:
         z = np.zeros(shape)[()]
