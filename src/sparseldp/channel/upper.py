@@ -445,23 +445,24 @@ def _fast_pure_upper(ch, H):
     return None if Xbar is None else float(Xbar.max())
 
 
+def _row_partners(ch, rows, H):
+    """Pair sets ``(I, J)`` (sorted positions): each row of ``rows`` against every partner in range."""
+    _, xs = ch._sorted_inputs()
+    others = np.arange(xs.size)
+    for i in rows:
+        near = others != i
+        if H is not None:
+            near &= np.abs(xs - xs[i]) <= H
+        J = np.flatnonzero(near).astype(np.int64)
+        yield np.full(J.size, i, dtype=np.int64), J
+
+
 def _scan_lower(ch, eps: np.ndarray, H, rows) -> np.ndarray:
     """A lower bound on :func:`_scan_upper` ``(ch, eps, H)``: its own per-pair bound on the pairs
     ``(x, x')`` with ``x`` at the sorted positions ``rows`` and every ``x'`` in range, lowered by the
     largest difference another order of summation can make in the computed sums (two sums of the
     same ``w`` rounded terms, each within ``(w - 1) u`` relative of their exact sum)."""
-    _, xs = ch._sorted_inputs()
-    others = np.arange(xs.size)
-
-    def pair_sets():  # row i against every partner in range
-        for i in rows:
-            near = others != i
-            if H is not None:
-                near &= np.abs(xs - xs[i]) <= H
-            J = np.flatnonzero(near).astype(np.int64)
-            yield np.full(J.size, i, dtype=np.int64), J
-
-    best = _max_pair_upper(ch, eps, pair_sets())
+    best = _max_pair_upper(ch, eps, _row_partners(ch, rows, H))
     w = float(ch._row_bounds()[3].max())
     return best * (1.0 - 2.1 * (w + 6.0) * _U)
 
