@@ -284,6 +284,19 @@ def test_bootstrap_rejects_an_unknown_auto_member(reg):
         dataclasses.replace(est, regularization=reg).bootstrap(m, B=5, rng=0)
 
 
+@pytest.mark.parametrize("method", ["mle", "EM", None])
+def test_bootstrap_rejects_an_unknown_method(method):
+    import dataclasses
+
+    import sparseldp as sl
+    from sparseldp.estimation import estimate_frequencies_full
+
+    m = sl.SparseLaplace(lam=0.5, s=7)
+    est = estimate_frequencies_full(m.sample(np.arange(30).repeat(10), rng=1), m, domain=(0, 29), method="em")
+    with pytest.raises(ValueError, match="estimate.method must be 'auto', 'em', 'ems' or 'inversion'; got"):
+        dataclasses.replace(est, method=method).bootstrap(m, B=5, rng=0)
+
+
 # -- interpolated (grouped-data) quantiles ------------------------------------------------
 
 def test_interpolated_quantile_exact_values():

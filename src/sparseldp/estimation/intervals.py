@@ -58,7 +58,8 @@ import numpy as np
 
 from .._validation import check_int, check_probability
 from .model import _model
-from .solvers import _check_smooth, _ems_fixed, _ems_map, _least_squares, _squarem, project_simplex
+from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _ems_fixed, _ems_map, _least_squares, _squarem,
+                      project_simplex)
 from .stats import (_STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
                     _edges, _mean, _quantile, _quantile_interp, _range, _reaching, _scalar, _var)
 
@@ -226,8 +227,8 @@ def _refit_plan(estimate, smooth, check_smooth):
             return "em", 1, None, 0.25
         raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
                          f"'ems weight=w' (0 < w <= 0.25), 'em steps=t' or 'em mle'; got {reg!r}")
-    if method not in ("em", "ems", "inversion"):
-        raise ValueError(f"estimate.method must be 'auto', 'em', 'ems' or 'inversion'; got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"estimate.method must be {_METHODS_TEXT}; got {method!r}")
     return method, check_smooth(smooth, method), None, 0.25
 
 

@@ -28,6 +28,11 @@ import scipy.sparse.linalg as spla
 from .._validation import check_int
 from .model import _Model
 
+#: The frequency estimators, ``estimate_frequencies(method=...)``; the bootstrap, the CLI and ``compare``
+#: check against this (re-exported as ``sparseldp.estimation.METHODS``).
+METHODS = ("auto", "em", "ems", "inversion")
+_METHODS_TEXT = ", ".join(map(repr, METHODS[:-1])) + f" or {METHODS[-1]!r}"  # for error messages
+
 # EMS: steps over which the linear rate is measured, and the step size treated as rounding.
 _EMS_RATE_SPAN = 5
 _EMS_FLOOR = 1e-14
