@@ -496,3 +496,13 @@ def test_estimate_shows_its_stages_on_a_terminal_only(d, capsys, monkeypatch, tt
     assert "auto: chose " in said and "nats of the maximum (a certified bound" in said
     stages = ("reading the reports in column 'a'", "fitting (auto): 10 values, 200 reports", "bootstrap: 20 refits")
     assert all((s in err) == tty for s in stages), err
+
+
+@pytest.mark.parametrize("tty", [True, False])
+def test_privatize_shows_a_progress_bar_on_a_terminal_only(d, capsys, monkeypatch, tty):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    rc, out, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "-c", "a", "-o", d / "p.csv",
+                       "--seed", "2")
+    assert rc == 0, err
+    assert ("privatizing" in err) == tty, err
+    assert (d / "p.csv").exists()

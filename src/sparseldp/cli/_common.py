@@ -89,22 +89,30 @@ def one_of(names) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
+def stderr_progress(columns):
+    """A transient rich ``Progress`` with ``columns`` (a function of the ``rich.progress`` module) on
+    stderr, or ``None`` when stderr is not a terminal (piped or redirected: nothing is drawn, so logs
+    and the one-line error contract are unchanged)."""
+    if not sys.stderr.isatty():
+        return None
+    import rich.progress
+    from rich.console import Console
+
+    return rich.progress.Progress(*columns(rich.progress), console=Console(file=sys.stderr), transient=True)
+
+
 def stage(text: str):
     """A context showing ``text`` with a spinner and the time elapsed, on stderr, while it runs.
 
-    Only when stderr is a terminal; the line is erased when the stage ends.
-    Piped or redirected, nothing is printed (a context that does nothing), so
-    logs and the one-line error contract are unchanged.
+    Only when stderr is a terminal (:func:`stderr_progress`); the line is erased when the stage
+    ends.  Otherwise a context that does nothing.
     """
     import contextlib
 
-    if not sys.stderr.isatty():
+    progress = stderr_progress(lambda rp: (rp.SpinnerColumn(), rp.TextColumn("{task.description}"),
+                                           rp.TimeElapsedColumn()))
+    if progress is None:
         return contextlib.nullcontext()
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                        console=Console(file=sys.stderr), transient=True)
     progress.add_task(text, total=None)
     return progress
 

@@ -50,7 +50,8 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
-from ._common import Command, check_distinct_paths, check_output, guarantee_text, is_stdio, print_json, warn
+from ._common import (Command, check_distinct_paths, check_output, guarantee_text, is_stdio, print_json,
+                      stderr_progress, warn)
 
 __all__ = ["privatize_command", "SEED_WARNING", "CERTIFY_BUDGET", "MAX_BATCH", "applied_guarantee",
            "EXACT_COMPOSITION_POINTS"]
@@ -70,23 +71,10 @@ _DEFAULT_BATCH = 1 << 18  # = sparseldp.io.DEFAULT_BATCH_SIZE (not imported, to 
 
 
 def _progress_bar():
-    """A rich progress bar on stderr, or ``None`` when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
-
-    return Progress(
-        TextColumn("[bold]privatizing[/]"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TextColumn("{task.fields[rows]:>12,} rows"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(file=sys.stderr),
-        transient=True,
-    )
+    """The privatizing progress bar on stderr, or ``None`` when stderr is not a terminal."""
+    return stderr_progress(lambda rp: (
+        rp.TextColumn("[bold]privatizing[/]"), rp.BarColumn(), rp.TaskProgressColumn(),
+        rp.TextColumn("{task.fields[rows]:>12,} rows"), rp.TimeElapsedColumn(), rp.TimeRemainingColumn()))
 
 
 def _columns(column: list[str] | None, columns: str | None) -> list[str]:
