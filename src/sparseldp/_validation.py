@@ -202,6 +202,12 @@ def broadcast(*pairs):
         raise ValueError(f"{names} must have broadcastable shapes (numpy rules); got {shapes}") from None
 
 
+def one_of(names) -> str:
+    """``'a', 'b' or 'c'``: the allowed values of an option, for its error message."""
+    quoted = [repr(str(n)) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
 def _preview(value) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

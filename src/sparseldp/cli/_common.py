@@ -28,7 +28,7 @@ from typer.core import TyperCommand
 from typer.exceptions import TyperException
 
 from .._files import atomic_write, atomic_write_all, check_output_path, ensure_directory, same_file  # noqa: F401
-from .._validation import check_positive
+from .._validation import check_positive, one_of
 from ..core.families import family_names, get_family
 
 __all__ = [
@@ -81,12 +81,6 @@ def is_stdio(path) -> bool:
 def warn(text: str) -> None:
     """One ``warning:`` line on stderr."""
     sys.stderr.write("warning: " + " ".join(str(text).split()) + "\n")
-
-
-def one_of(names) -> str:
-    """``'a', 'b' or 'c'``: the allowed values of an option, for its error message."""
-    quoted = [repr(str(n)) for n in names]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
 def stderr_progress(columns):

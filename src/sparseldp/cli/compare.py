@@ -50,7 +50,7 @@ import typer
 from . import app
 from ._common import Command, atomic_write_bytes, check_distinct_paths, check_output, fmt, print_json, \
     stdout_console
-from ._common import one_of, parse_domain
+from ._common import parse_domain
 
 __all__ = ["compare_command"]
 
@@ -124,8 +124,7 @@ def compare_command(
 ) -> None:
     """Which mechanism should I deploy? Every family at the same (eps, delta) on range H, measured."""
     from .._validation import check_int
-    from ..compare import COMPARE_FAMILIES, METRICS
-    from ..estimation import METHODS
+    from ..compare import COMPARE_FAMILIES, METRICS, _check_options
 
     dom = parse_domain(domain)
     if metric not in METRICS:
@@ -137,17 +136,10 @@ def compare_command(
         if bad or not fams:
             raise ValueError(f"--families must be a comma-separated subset of {','.join(COMPARE_FAMILIES)}; "
                              f"got {families!r}")
-    if window not in ("extended", "clipped"):
-        raise ValueError(f"--window must be 'extended' or 'clipped'; got {window!r}")
-    if objective not in ("r1", "r2"):
-        raise ValueError(f"--objective must be 'r1' or 'r2'; got {objective!r}")
-    if method is not None and method not in METHODS:
-        raise ValueError(f"--method must be {one_of(METHODS)}; got {method!r}")
-    if seed is not None and seed < 0:
-        raise ValueError(f"--seed must be an integer >= 0; got {seed}")
-    check_int(trials, "--trials", minimum=1, maximum=10_000)
-    if mean_trials is not None:
-        check_int(mean_trials, "--mean-trials", minimum=trials, maximum=10_000)
+    _check_options(window=window, objective=objective, method=method, trials=trials, mean_trials=mean_trials,
+                   flag=lambda name: "--" + name.replace("_", "-"))
+    if seed is not None:
+        check_int(seed, "--seed", minimum=0)
     if (data is None) != (column is None):
         raise ValueError("--data FILE and --column NAME go together: the column of the file is the truth")
     if data is not None and n is not None:

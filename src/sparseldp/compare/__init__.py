@@ -53,7 +53,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .._validation import check_bool, check_int
+from .._validation import check_bool, check_int, one_of
 from ..design.finite import _check_prior, _check_target
 from ..errors import InfeasibleError
 from ..estimation import METHODS as _METHODS, ConvergenceWarning, estimate_frequencies_full
@@ -138,6 +138,28 @@ def _check_data(data, domain) -> np.ndarray:
     if out.sum() < 1:
         raise ValueError(f"{allowed}; got no values")
     return out
+
+
+def _check_options(*, window="extended", objective="r2", method=None, trials=1, mean_trials=None,
+                   pure_at_eps=False, ems="all", flag=lambda name: name):
+    """Check :func:`compare`'s options; return ``(trials, mean_trials, pure_at_eps)`` normalized.
+
+    The one check of these options, shared by :func:`compare` and ``sparseldp compare``
+    (which passes ``flag`` to name them as command-line options, ``"--mean-trials"``).
+    """
+    if window not in ("extended", "clipped"):
+        raise ValueError(f"{flag('window')} must be 'extended' or 'clipped'; got {window!r}")
+    if objective not in ("r1", "r2"):
+        raise ValueError(f"{flag('objective')} must be 'r1' or 'r2'; got {objective!r}")
+    if ems not in _EMS_MODES:
+        raise ValueError(f"{flag('ems')} must be {one_of(_EMS_MODES)}; got {ems!r}")
+    if method is not None and method not in _METHODS:
+        raise ValueError(f"{flag('method')} must be {one_of(_METHODS)} (or omitted: the estimator's default); "
+                         f"got {method!r}")
+    trials = check_int(trials, flag("trials"), minimum=1, maximum=_TRIALS_MAX)
+    mean_trials = trials if mean_trials is None else check_int(mean_trials, flag("mean_trials"), minimum=trials,
+                                                               maximum=_TRIALS_MAX)
+    return trials, mean_trials, check_bool(pure_at_eps, flag("pure_at_eps"))
 
 
 def _check_families(families) -> tuple[str, ...]:
@@ -226,16 +248,9 @@ def compare(*, eps, delta, H, domain, n=None, population=None, data=None, famili
     k = b - a + 1
     if data is not None and (population is not None or n is not None):
         raise ValueError("data gives the people themselves: it cannot be combined with population or n")
-    trials = check_int(trials, "trials", minimum=1, maximum=_TRIALS_MAX)
-    mean_trials = trials if mean_trials is None else check_int(mean_trials, "mean_trials", minimum=trials,
-                                                               maximum=_TRIALS_MAX)
-    pure_at_eps = check_bool(pure_at_eps, "pure_at_eps")
-    if window not in ("extended", "clipped"):
-        raise ValueError(f"window must be 'extended' or 'clipped'; got {window!r}")
-    if ems not in _EMS_MODES:
-        raise ValueError(f"ems must be one of {', '.join(_EMS_MODES)}; got {ems!r}")
-    if method is not None and method not in _METHODS:
-        raise ValueError(f"method must be None or one of {', '.join(_METHODS)}; got {method!r}")
+    trials, mean_trials, pure_at_eps = _check_options(window=window, objective=objective, method=method,
+                                                      trials=trials, mean_trials=mean_trials,
+                                                      pure_at_eps=pure_at_eps, ems=ems)
     families = _check_families(families)
     gen, seeded, seed = _generator(rng)
     entropy = int(gen.integers(1 << 62))

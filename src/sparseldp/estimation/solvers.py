@@ -25,13 +25,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from .._validation import check_int
+from .._validation import check_int, one_of
 from .model import _Model
 
 #: The frequency estimators, ``estimate_frequencies(method=...)``; the bootstrap, the CLI and ``compare``
 #: check against this (re-exported as ``sparseldp.estimation.METHODS``).
 METHODS = ("auto", "em", "ems", "inversion")
-_METHODS_TEXT = ", ".join(map(repr, METHODS[:-1])) + f" or {METHODS[-1]!r}"  # for error messages
+_METHODS_TEXT = one_of(METHODS)  # for error messages
 
 # EMS: steps over which the linear rate is measured, and the step size treated as rounding.
 _EMS_RATE_SPAN = 5
