@@ -12,6 +12,8 @@ Rows (medians of repeated runs in this process):
 * auto (the default) on the same counts, and end-to-end with intervals: count + auto + a parametric
   bootstrap of B = 50 and B = 200 replicates (one run each); the same for a harder truth (a wide
   bump, a narrow one and a 10 % atom), whose counts are drawn directly from Q^T p.
+* window 275: the harder truth under design("laplace", eps=1, delta=1e-6, H=10): auto, the
+  bootstrap B = 50 as one batch vs in blocks over threads (same seed, same run), B = 200.
 * EM step, sparse vs dense: one EM step with the banded CSR channel vs a plain dense
   k x m numpy matrix (k = 10^4, m = 10^4 + 100: 808 MB) on the same counts; the ratio is
   dense / sparse.  "dense EM, same steps" extrapolates the dense step to the number of EM
@@ -108,6 +110,7 @@ def run() -> list[dict]:
                      "note": f"bootstrap {t_bs:.1f} s (one run); mean 95% interval width {hi - lo:.3g}"})
 
     rows += _hard_population(mech, rc.n)
+    rows += _long_window(rc.n)
 
     # one EM step, sparse (ours) vs plain dense, on the same counts
     model = _model(mech, (0, K - 1))
@@ -179,6 +182,21 @@ def _hard_population(mech, n) -> list[dict]:
     The output counts are drawn directly (Multinomial(n, Q^T p), the law of the report
     histogram), so no reports are generated; auto + bootstrap B = 200, one run each.
     """
+    p, est, t_fit = _hard_fit(mech, n)
+    t0 = time.perf_counter()
+    bs = est.bootstrap(mech, B=200, rng=0)
+    t_bs = time.perf_counter() - t0
+    tv = 0.5 * float(np.abs(est.p - p).sum())
+    lo, hi = est.mean(ci=bs)[1]
+    return [{"name": "hard population: auto on counts (one run)", "median_s": t_fit,
+             "note": f"chose {est.regularization}; TV {tv:.4f}"},
+            {"name": "hard population: bootstrap B=200 (one run)", "median_s": t_bs,
+             "note": f"mean 95% interval width {hi - lo:.3g}; fit + intervals {t_fit + t_bs:.1f} s"}]
+
+
+def _hard_fit(mech, n):
+    """The harder truth ``p``, its ``auto`` estimate from ``n`` reports' counts (drawn directly, seeded)
+    and the fit's time."""
     from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
 
     x = np.arange(K, dtype=float)
@@ -190,16 +208,43 @@ def _hard_population(mech, n) -> list[dict]:
     rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(7).multinomial(n, q / q.sum()))
     t0 = time.perf_counter()
     est = estimate_frequencies_full(rc, mech, domain=(0, K - 1), method="auto")
-    t_fit = time.perf_counter() - t0
+    return p, est, time.perf_counter() - t0
+
+
+def _long_window(n) -> list[dict]:
+    """The hard truth under ``design("laplace", eps=1, delta=1e-6, H=10)`` (a window of 275): auto, then
+    the bootstrap (B = 50) as one batch of refits and in blocks over threads (estimation._parallel,
+    the default), same seed, same run; and B = 200 in blocks.  Counts drawn directly, one run each."""
+    import sparseldp as sl
+    from sparseldp.estimation import _parallel
+
+    mech = sl.design("laplace", eps=1, delta=1e-6, H=10).mechanism
+    p, est, t_fit = _hard_fit(mech, n)
+    tv = 0.5 * float(np.abs(est.p - p).sum())
+    rows = [{"name": f"window {mech.s}: auto on counts (one run)", "median_s": t_fit,
+             "note": f"chose {est.regularization}; TV {tv:.4f}"}]
+    times, widths = {}, {}
+    for label, min_columns in (("one batch", 10**9), ("blocks in threads", _parallel._MIN_COLUMNS)):
+        before = _parallel._MIN_COLUMNS
+        _parallel._MIN_COLUMNS = min_columns
+        try:
+            t0 = time.perf_counter()
+            bs = est.bootstrap(mech, B=50, rng=0)
+            times[label] = time.perf_counter() - t0
+        finally:
+            _parallel._MIN_COLUMNS = before
+        lo, hi = est.mean(ci=bs)[1]
+        widths[label] = hi - lo
+    rows.append({"name": f"window {mech.s}: bootstrap B=50, blocks in threads vs one batch",
+                 "median_s": times["blocks in threads"], "ratio": times["one batch"] / times["blocks in threads"],
+                 "note": f"one batch {times['one batch']:.1f} s; mean 95% interval width "
+                         f"{widths['blocks in threads']:.4g} vs {widths['one batch']:.4g}"})
     t0 = time.perf_counter()
     bs = est.bootstrap(mech, B=200, rng=0)
     t_bs = time.perf_counter() - t0
-    tv = 0.5 * float(np.abs(est.p - p).sum())
-    lo, hi = est.mean(ci=bs)[1]
-    return [{"name": "hard population: auto on counts (one run)", "median_s": t_fit,
-             "note": f"chose {est.regularization}; TV {tv:.4f}"},
-            {"name": "hard population: bootstrap B=200 (one run)", "median_s": t_bs,
-             "note": f"mean 95% interval width {hi - lo:.3g}; fit + intervals {t_fit + t_bs:.1f} s"}]
+    rows.append({"name": f"window {mech.s}: bootstrap B=200 (blocks in threads, one run)", "median_s": t_bs,
+                 "note": f"fit + intervals {t_fit + t_bs:.1f} s"})
+    return rows
 
 
 def _wide_window_accuracy() -> dict:

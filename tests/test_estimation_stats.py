@@ -3,6 +3,8 @@ point statistics on exact small examples, and the parametric bootstrap's interva
 (contain the estimate, reproducible for a seed, shrink with n).  Coverage is measured
 by benchmarks/bench_coverage.py, not here."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -357,3 +359,64 @@ def test_unconverged_mle_refits_warn_with_their_certified_gaps():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert e.bootstrap(MECH, B=12, rng=0, tol=5.0).converged == 12
+
+
+# -- bootstrap refits in threads ------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["em mle", "em steps=40", "ems weight=0.125", "em", "ems", "fft em steps=30",
+                                  "fft ems smooth=1"])
+def test_bootstrap_in_threads_equals_one_batch(monkeypatch, case):
+    # the blocks depend on B alone, so the replicates of a seed are the same on any number of CPUs
+    # (one thread running the blocks in turn, or three threads)
+    import dataclasses
+
+    import sparseldp as sl
+    from sparseldp.estimation import _model, _parallel, estimate_frequencies_full
+
+    from sparseldp.estimation._toeplitz import _ConvA
+
+    fft = case.startswith("fft ")
+    reg = case[4:] if fft else case
+    k, m = (4000, sl.SparseLaplace(lam=0.05, s=61)) if fft else (300, sl.SparseLaplace(lam=0.5, s=9))
+    model = _model(m, (0, k - 1))
+    assert not model.dense and isinstance(model.fast_columns(np.arange(model.m))[0], _ConvA) == fft
+    x = np.random.default_rng(3).integers(0, k, 20_000)
+    est = estimate_frequencies_full(m.sample(x, rng=1), m, domain=(0, k - 1), method="em" if reg == "em" else "ems",
+                                    max_iter=300)
+    if reg not in ("em", "ems"):
+        est = dataclasses.replace(est, method="auto", regularization=reg)
+    reps = {}
+    for cpus in (1, 3):
+        monkeypatch.setattr(_parallel, "_cpus", lambda cpus=cpus: cpus)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            b = est.bootstrap(m, B=32, rng=5, max_iter=300)
+        reps[cpus] = (b.replicates, b.converged)
+    np.testing.assert_array_equal(reps[1][0], reps[3][0])
+    assert reps[1][1] == reps[3][1]
+    # and the blocks agree with one batch of all 32 columns: to rounding where the refit is a fixed
+    # number of steps or EMS; the MLE refits stop anywhere within their tolerance, so there the
+    # replicates' means agree to a small share of their spread
+    monkeypatch.setattr(_parallel, "_MIN_COLUMNS", 10**9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        one = est.bootstrap(m, B=32, rng=5, max_iter=300).replicates
+    if reg in ("em", "em mle"):
+        means = [R @ np.arange(k) for R in (one, reps[1][0])]
+        assert np.abs(means[0] - means[1]).max() < 0.05 * means[0].std()
+    else:
+        np.testing.assert_allclose(reps[1][0], one, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("cpus", [1, 2, 3])
+def test_parallel_blocks_cover_the_columns_in_order(monkeypatch, cpus):
+    from sparseldp.estimation import _parallel
+    from sparseldp.estimation._parallel import blocks_for, map_blocks
+
+    monkeypatch.setattr(_parallel, "_cpus", lambda: cpus)
+    for columns, blocks in [(1, 1), (24, 3), (200, 8), (17, 2)]:
+        got = map_blocks(lambda r: list(range(columns))[r], columns, blocks)
+        assert len(got) == blocks and sum(got, []) == list(range(columns))
+    assert [blocks_for(False, b) for b in (1, 15, 16, 32, 48, 50, 64, 100, 128, 200, 10_000)] == \
+        [1, 1, 1, 2, 2, 2, 4, 4, 8, 8, 8]
+    assert blocks_for(True, 10_000) == 1

@@ -37,6 +37,9 @@ computed with the exact sparse channel (``frequencies._result``).
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 import scipy.fft as sfft
 import scipy.sparse as sp
@@ -49,6 +52,21 @@ _REL_FLOOR = 1e-13
 _MIN_WINDOW = 24
 # ... and the channel at least this many stored entries (below, sparse products are as fast).
 _MIN_NNZ = 200_000
+
+
+_LOCAL = threading.local()
+
+
+@contextlib.contextmanager
+def one_fft_thread():
+    """Within this context (in the calling thread only), the FFT products use one thread: for
+    callers that run several batches in threads of their own (:mod:`sparseldp.estimation._parallel`)."""
+    before = getattr(_LOCAL, "single", False)
+    _LOCAL.single = True
+    try:
+        yield
+    finally:
+        _LOCAL.single = before
 
 
 class _Conv:
@@ -74,7 +92,7 @@ class _Conv:
         self.i_mid_ix = _as_slice(self.i_mid)
 
     def _fft(self, X, spectrum, n):
-        workers = 2 if X.shape[0] >= _PARALLEL_ROWS else 1
+        workers = 2 if X.shape[0] >= _PARALLEL_ROWS and not getattr(_LOCAL, "single", False) else 1
         F = sfft.rfft(X, self.L, axis=1, workers=workers)
         F *= spectrum
         return sfft.irfft(F, self.L, axis=1, workers=workers)[:, :n]
