@@ -15,6 +15,11 @@ Rules compared:
 * ``c SE``: the most regularized member whose held-out log-likelihood is
   within ``c`` standard errors of the best (``c = 0`` is the maximum; auto
   uses ``c = 1``, the one-standard-error rule);
+* auto's rule: one SE, without the MLE when the held-out log-likelihood
+  falls from 4 to 8 times the discrepancy stop by more than half a standard
+  error (``auto._turned_down``; the MLE is then not fitted at all).  It
+  applies in 40 cases of this draw and 45 of the fresh one, and changes no
+  choice in either;
 * ``forward c``: from the most regularized member, move to a less
   regularized one only when it beats the current one by more than ``c`` SE;
 * ``balancing kappa``: Lepski's balancing principle in the space of ``p``:
@@ -36,7 +41,9 @@ rule                           in target  mean TV  mean W1
 oracle                         174        0.132    0.62
 0 SE (maximum)                 125        0.236    1.07
 0.5 SE                         135        0.188    0.84
-1 SE (auto)                    136        0.169    0.76
+1 SE                           136        0.169    0.76
+1 SE, MLE off once the path    136        0.169    0.76
+turns down (auto)
 1.5 SE                         131        0.174    0.82
 2 SE                           126        0.187    0.89
 forward 1                      137        0.169    0.77
@@ -203,8 +210,20 @@ def meets(d, key):
     return tv <= 1.15 * btv + 0.002 and w1 <= 1.15 * bw1 + 0.002
 
 
+def rule_auto(d):
+    """auto's rule: one SE, with the MLE left off once the EM path turns down (auto._turned_down)."""
+    from sparseldp.estimation.auto import _TURN_SE
+
+    if ("mle", 0) in d["scores"]:
+        diff, se = _diff_se(d, ("stop", 8), ("stop", 4))
+        if diff < -_TURN_SE * se:
+            d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0)}}
+    return rule_se(d, 1)
+
+
 RULES = {
     "oracle": lambda d: next((key for key in _keys(d) if meets(d, key)), _keys(d)[0]),
+    "1 SE, MLE off once the path turns down (auto)": rule_auto,
     **{f"{c:g} SE": (lambda d, c=c: rule_se(d, c)) for c in (0, 0.5, 1, 1.5, 2)},
     **{f"forward {c:g}": (lambda d, c=c: rule_forward(d, c)) for c in (0.5, 1, 2)},
     **{f"balancing {kp:g}": (lambda d, kp=kp: rule_balancing(d, kp)) for kp in (1, 1.5, 2, 3)},
@@ -216,13 +235,13 @@ RULES = {
 def main():
     sys.path.insert(0, HERE)
     recs = records()
-    print(f"{'rule':<32} {'in target':>9} {'mean TV':>8} {'mean W1':>8}   ({len(recs)} cases)")
+    print(f"{'rule':<48} {'in target':>9} {'mean TV':>8} {'mean W1':>8}   ({len(recs)} cases)")
     for name, rule in RULES.items():
         picks = [rule(d) for d in recs]
         hit = sum(meets(d, key) for d, key in zip(recs, picks))
         tv = np.mean([d["errs"][key][0] for d, key in zip(recs, picks)])
         w1 = np.mean([d["errs"][key][1] for d, key in zip(recs, picks)])
-        print(f"{name:<32} {hit:>9} {tv:8.4f} {w1:8.4f}")
+        print(f"{name:<48} {hit:>9} {tv:8.4f} {w1:8.4f}")
 
 
 if __name__ == "__main__":

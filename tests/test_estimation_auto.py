@@ -88,3 +88,34 @@ def test_other_methods_record_no_regularization():
     assert estimate_frequencies(y, MECH, domain=(0, K - 1), method="ems", return_info=True).regularization is None
     with pytest.raises(ValueError, match="smooth applies to method='ems' only"):
         estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", smooth=2)
+
+
+def _counts(mech, k, pop, n, seed):
+    from sparseldp.estimation import _model
+
+    model = _model(mech, (0, k - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ pop).ravel(), 0.0)
+    rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(seed).multinomial(n, q / q.sum()))
+    return model, model.counts_of(rc, False)
+
+
+@pytest.mark.parametrize("shape, turned", [("bumps", True), ("point", False)])
+def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, shape, turned):
+    # Laplace, 200 values, window 137: on two bumps the held-out likelihood falls from 4 to 8 times
+    # the discrepancy stop (the EM path is past its best) and the MLE, its limit, is not fitted; on a
+    # point mass it keeps rising and the MLE is on the path.  With the test switched off (an infinite
+    # margin) the MLE is always fitted.
+    from sparseldp.estimation import auto
+
+    k = 200
+    x = np.arange(k)
+    if shape == "bumps":
+        pop = np.exp(-0.5 * ((x - 80) / 20) ** 2) + 0.5 * np.exp(-0.5 * ((x - 160) / 6) ** 2)
+    else:
+        pop = (x == 66).astype(float)
+    model, c = _counts(SparseLaplace(lam=0.2, s=137), k, pop / pop.sum(), 10**5, 1)
+    scores, H, _ = auto._select(model, c, 2_000)
+    assert (("mle", 0) not in scores) == turned
+    assert set(scores) >= {key for key in auto._PATH if key != ("mle", 0)}
+    monkeypatch.setattr(auto, "_TURN_SE", np.inf)
+    assert ("mle", 0) in auto._select(model, c, 2_000)[0]
