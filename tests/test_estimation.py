@@ -762,3 +762,46 @@ def test_estimate_cli_method_ems(tmp_path, capsys):
                  "--domain", "0:99", "--method", "emx"]) == 2
     assert "--method must be 'auto', 'em', 'ems' or 'inversion'; got 'emx'" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("newton_cost", ["measured", "prohibitive"])
+def test_mle_trusts_an_em_cost_prediction_once(monkeypatch, newton_cost):
+    # a wide Gaussian on 300 values (dense, ill-conditioned): SQUAREM's certificate stalls, so an EM
+    # run sized by a prediction can end unconverged; the solver must then finish with Newton rather
+    # than predict again (it used to run EM to the whole budget: 30x slower on 1,000 values)
+    import sparseldp as sl
+    from sparseldp.estimation import _model, solvers
+
+    k = 300
+    mech = sl.SparseGaussian(sigma=60.0, s=401)
+    x = np.arange(k)
+    pop = np.exp(-0.5 * ((x - 120) / 30) ** 2) + 0.5 * np.exp(-0.5 * ((x - 240) / 9) ** 2)
+    model = _model(mech, (0, k - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ (pop / pop.sum())).ravel(), 0.0)
+    c = np.random.default_rng(2).multinomial(10**6, q / q.sum()).astype(float)
+    obs = np.flatnonzero(c > 0)
+    A, AT = model.columns(obs)
+    calls = []
+    em, newton = solvers._em, solvers._newton
+
+    def spy_em(*a, **kw):
+        out = em(*a, **kw)
+        calls.append(("em", a[6], out[2]))
+        return out
+
+    def spy_newton(*a, **kw):
+        out = newton(*a, **kw)
+        calls.append(("newton", out[1], out[2]))
+        return out
+
+    monkeypatch.setattr(solvers, "_em", spy_em)
+    monkeypatch.setattr(solvers, "_newton", spy_newton)
+    if newton_cost == "prohibitive":  # every prediction says EM is cheaper: a failed one must still end it
+        monkeypatch.setattr(solvers, "_newton_cost", lambda A, dense: 1e300)
+    p, evals, steps, conv, gap = solvers._mle(A, AT, c[obs], 1e6, k, 1e-2, 50_000, model.dense)
+    assert model.dense and conv and gap <= 1e-2 and abs(p.sum() - 1) < 1e-9
+    kinds = [kind for kind, _, _ in calls]
+    # the first run, then at most one predicted run before Newton is tried
+    assert kinds[0] == "em" and "newton" in kinds[:3], calls
+    if newton_cost == "measured":  # Newton's matrix-matrix work is cheap here: it comes right away
+        assert kinds[1] == "newton" and evals <= 600, calls
