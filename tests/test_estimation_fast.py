@@ -1,7 +1,8 @@
 """The fast products and the accelerated EMS behind method="auto", "ems" and the bootstrap.
 
-* FFT products (estimation._toeplitz) against the exact sparse channel, for both
-  families, one and several columns, every output or a random subset;
+* FFT products (estimation._toeplitz) against the exact channel, for both
+  families (sparse, and dense when the window is wider than the domain), one and
+  several columns, every output or a random subset;
 * channels that are not one shifted window (clipped windows) keep the sparse products;
 * SQUAREM-accelerated EMS (solvers._ems_fixed) lands on the plain iteration's fixed point;
 * on a large channel the MLE is left off auto's path (its fold fits are not affordable).
@@ -21,14 +22,16 @@ from sparseldp.estimation.solvers import _ems_fixed, _ems_map
 CASES = [
     (SparseLaplace(lam=0.1, s=275), 1000),
     (SparseGaussian(sigma=12.0, s=301), 1500),
+    (SparseGaussian(sigma=120.0, s=701), 600),  # a window wider than the domain: a dense channel
 ]
 
 
-@pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian"])
+@pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian", "gaussian-dense"])
 @pytest.mark.parametrize("subset", [False, True])
 def test_fft_products_match_the_sparse_channel(mech, k, subset):
     model = _model(mech, (0, k - 1))
     assert model.log_window is not None and model.log_window.size == mech.s
+    assert model.dense == (mech.s > k)
     rng = np.random.default_rng(7)
     obs = np.sort(rng.choice(model.m, model.m * 2 // 3, replace=False)) if subset else np.arange(model.m)
     A, AT = model.columns(obs)

@@ -15,8 +15,8 @@ only decide how many blocks run at once.
 Threads pay where the work releases the GIL and is not already parallel:
 FFT products (:mod:`sparseldp.estimation._toeplitz`; each block then uses
 one FFT thread), sparse products (scipy's sparse kernels release the GIL)
-and the elementwise numpy work around them.  Dense channels are one block:
-BLAS already uses every core, and splitting the product measured slower.
+and the elementwise numpy work around them.  Dense matrix products are one
+block: BLAS already uses every core, and splitting the product measured slower.
 Measured (10^4 values, a window of 275, ``em steps=1622``, B = 50, one run
 each on the 2-core machine): 21.9 s as one batch, 12.2 s in two threads.
 """

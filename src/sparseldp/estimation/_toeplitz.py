@@ -84,7 +84,8 @@ class _Conv:
         self.i_edge = np.flatnonzero(at_edge)  # positions in obs of the end columns (exact, sparse)
         self.i_mid = np.flatnonzero(~at_edge)
         self.mid = obs[self.i_mid]
-        E = sp.csc_array(S)[:, obs[self.i_edge]]
+        cols = obs[self.i_edge]
+        E = sp.csc_array(S)[:, cols] if sp.issparse(S) else sp.csc_array(S[:, cols])
         self.E = sp.csr_array(E)
         self.ET = sp.csr_array(E.T)
         # contiguous runs as slices (every output observed: the bootstrap), else index arrays
@@ -174,10 +175,11 @@ def window_of(logm_csr, k: int) -> np.ndarray | None:
 
 
 def fft_pair(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs: np.ndarray, S):
-    """``(A, AT)`` for the observed outputs ``obs`` of the column-scaled channel ``S`` (sparse,
-    ``k x m``), by FFT in the middle and exactly at the ends; ``None`` when the channel is not a
-    shifted window or the FFT would not pay (module docstring)."""
-    if log_window is None or log_window.size < _MIN_WINDOW or S.nnz < _MIN_NNZ or not sp.issparse(S):
+    """``(A, AT)`` for the observed outputs ``obs`` of the column-scaled channel ``S`` (``k x m``,
+    sparse or dense), by FFT in the middle and exactly at the ends; ``None`` when the channel is not
+    a shifted window or the FFT would not pay (module docstring)."""
+    nnz = S.nnz if sp.issparse(S) else log_window.size * k if log_window is not None else 0
+    if log_window is None or log_window.size < _MIN_WINDOW or nnz < _MIN_NNZ:
         return None
     top = float(log_window.max())
     w_rel = np.exp(log_window - top)

@@ -44,10 +44,10 @@ used.
 Replicate refits are warm-started and use a looser tolerance than a
 first fit (``_REFIT_TOL``); the returned replicate distributions say how far
 the estimator moves on resampled data, for which the last digits of a
-converged fit do not matter.  On sparse and FFT channels the replicates are
-refit in blocks of columns run in threads (:mod:`sparseldp.estimation._parallel`);
-the blocks depend on ``B`` alone, so a seed gives the same replicates on any
-number of CPUs.
+converged fit do not matter.  Where the products are sparse or FFT (not dense
+BLAS) the replicates are refit in blocks of columns run in threads
+(:mod:`sparseldp.estimation._parallel`); the blocks depend on ``B`` and the
+channel alone, so a seed gives the same replicates on any number of CPUs.
 """
 
 from __future__ import annotations
@@ -462,12 +462,14 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
     C = gen.multinomial(n, q_hat, size=B).astype(float)
-    blocks = blocks_for(model.dense, B)  # every refit below is column by column: blocks run in threads
+    # every refit below is column by column: blocks run in threads, unless the products are dense
+    # matrix products (BLAS is already parallel)
     if method == "em-steps":
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
         A, AT = model.fast_columns(np.arange(model.m))
         P0 = np.full((B, model.k), 1.0 / model.k)
+        blocks = blocks_for(isinstance(A, np.ndarray), B)
         P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, C[r], float(n), P0[r], steps), B, blocks))
         n_conv = B
         method = "em"
@@ -476,6 +478,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         P0 = np.broadcast_to(p_hat, (B, model.k))
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * P0 + 0.001 / model.k
+        blocks = blocks_for(isinstance(A, np.ndarray), B)
         parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
                            B, blocks)
         P = np.vstack([part[0] for part in parts])
@@ -484,6 +487,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / model.k
         A, AT = model.columns(np.arange(model.m))
         CT = np.ascontiguousarray(C.T)
+        blocks = blocks_for(model.dense, B)
         # no Newton finish (solvers._mle has one): measured 15x slower here for no change in intervals
         parts = map_blocks(lambda r: _refit_em(A, AT, np.ascontiguousarray(CT[:, r]), float(n),
                                                np.repeat(start[:, None], r.stop - r.start, axis=1), tol, max_iter),
