@@ -141,3 +141,69 @@ def test_large_channel_has_no_stop_multiples(monkeypatch):
     monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz - 1)
     scores, _, _ = auto._select(model, c, 2_000)
     assert [key for key in auto._PATH if key in scores] == [("ems", w) for w in auto._EMS_WEIGHTS] + [("stop", 1)]
+
+
+# a small, well-conditioned channel, with the FFT products switched on for it (``fft_on``)
+EM_CASE = (SparseLaplace(lam=0.3, s=31), 200)
+
+
+@pytest.fixture
+def fft_on(monkeypatch):
+    from sparseldp.estimation import model as model_module
+
+    monkeypatch.setattr(model_module, "FFT_MIN_NNZ", 0)
+    monkeypatch.setattr(_toeplitz, "_MIN_NNZ", 0)
+
+
+def _fft_counts(n=10**5):
+    mech, k = EM_CASE
+    model = _model(mech, (0, k - 1))
+    assert isinstance(model.fast_columns(np.arange(model.m))[0], _toeplitz._ConvA)
+    x = np.arange(k)
+    p = np.exp(-0.5 * ((x - 80) / 20.0) ** 2) + 0.3 * np.exp(-0.5 * ((x - 160) / 4.0) ** 2)
+    q = np.maximum(np.asarray(model.unscaled().T @ (p / p.sum())).ravel(), 0.0)
+    from sparseldp.estimation import ReportCounts
+
+    return mech, k, model, ReportCounts(int(model.outputs[0]), np.random.default_rng(4).multinomial(n, q / q.sum()))
+
+
+def _loglik_gap_holds(model, rc, est):
+    """``max LL - LL(est.p) <= est.gap``: the maximum from the exact solver at a much tighter tol."""
+    from sparseldp.estimation import estimate_frequencies_full
+
+    mech, k = EM_CASE
+    best = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em", tol=1e-6)
+    assert best.converged
+    return best.loglik - est.loglik <= est.gap + 1e-6
+
+
+def test_em_on_fft_products_reports_the_exact_certificate(fft_on):
+    # method="em" runs its EM on FFT products where they apply; the gap it reports (and converged)
+    # must still bound the distance to the maximum of the exact likelihood
+    from sparseldp.estimation import estimate_frequencies_full
+
+    mech, k, model, rc = _fft_counts()
+    est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em", tol=1e-2)
+    assert est.converged and est.gap <= 1e-2 and _loglik_gap_holds(model, rc, est)
+
+
+def test_em_finishes_on_exact_products_when_the_fft_run_falls_short(monkeypatch, fft_on):
+    # if the run on FFT products stops with an exact certificate above tol (rounding), EM and Newton
+    # continue on the exact products from there
+    from sparseldp.estimation import estimate_frequencies_full, frequencies
+
+    real = frequencies._mle
+    calls = []
+
+    def short(*args, **kw):  # the FFT run stops after 50 evaluations, claiming convergence
+        calls.append("fast" if len(args) > 8 and args[8] is not None else "exact")
+        if calls[-1] == "fast":
+            p, e, s, conv, gap = real(*args[:6], 50, *args[7:], **kw)
+            return p, e, s, True, 0.0
+        return real(*args, **kw)
+
+    monkeypatch.setattr(frequencies, "_mle", short)
+    mech, k, model, rc = _fft_counts()
+    est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em", tol=1e-2)
+    assert calls == ["fast", "exact"]
+    assert est.converged and est.gap <= 1e-2 and _loglik_gap_holds(model, rc, est)

@@ -126,10 +126,25 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     c = c_all[obs]
     A, AT = model.columns(obs)
     if method == "em":
+        # EM on FFT products where they apply (Newton always exact); then the certificate of record is
+        # computed with the exact products, and where rounding left it above tol, EM and Newton finish
+        # on the exact products from there
+        FA, FAT = model.fast_columns(obs, (A, AT))
+        fast = None if FA is A else (FA, FAT)
         # rows that reach no observed report get zero mass under the MLE (g = 0 there)
-        p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense)
+        p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense, fast)
         p = np.maximum(p, 0.0)
         p /= p.sum()
+        if fast is not None:
+            em_gap = _exact_gap(A, AT, c, n_f, p)
+            converged = em_gap <= tol
+            if not converged and evals < max_iter:
+                start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros
+                p, more, steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter - evals, model.dense,
+                                                         p0=start / start.sum())
+                evals, newton_steps = evals + more, newton_steps + steps
+                p = np.maximum(p, 0.0)
+                p /= p.sum()
         if not converged:
             warnings.warn(
                 f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
@@ -152,6 +167,15 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
         p = project_simplex(_least_squares(model, c_all / n_f))
         evals, newton_steps, converged, em_gap = 0, 0, True, math.inf
     return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps)
+
+
+def _exact_gap(A, AT, c, n_f: float, p) -> float:
+    """The certificate ``n log max_x g_x`` of ``p`` with the exact products (``inf`` if some observed
+    output has probability 0 under ``p``)."""
+    q = AT @ p
+    if not np.all(q > 0):
+        return math.inf
+    return max(0.0, n_f * math.log(max(float(((A @ (c / q)) / n_f).max()), 1e-300)))
 
 
 def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged: bool, em_gap: float,

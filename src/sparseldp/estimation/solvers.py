@@ -285,7 +285,7 @@ def _newton_cost(A, dense: bool) -> float:
     return k * bw * bw + 2.0 * coo.nnz * bw
 
 
-def _mle(A, AT, c, n, k, tol, max_iter, dense):
+def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     """Maximum likelihood: SQUAREM EM, finished by Newton when that is predicted cheaper.
 
     After a first EM run, the remaining EM cost is predicted from the observed
@@ -295,15 +295,23 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense):
     when EM has run twice the predicted count without converging (SQUAREM's
     certificate can stall or rise on ill-conditioned channels), Newton runs
     next whatever the costs say.  Returns (p, em_evals, newton_steps, converged, gap).
+
+    ``fast``: optional ``(A, AT)`` applied by FFT (``model.fast_columns``) for the
+    EM runs; Newton always uses the exact ``A``.  The EM runs' certificates are then
+    approximate (to about ``1e-12`` relative in ``g``): for fits that need no
+    rigorous gap, such as the fold fits of ``method="auto"``'s selection, or for
+    a caller that checks the returned point with the exact products
+    (``frequencies._fit``).  ``p0``: the start (default uniform).
     """
-    p = np.full(k, 1.0 / k)
+    FA, FAT = (A, AT) if fast is None else fast
+    p = np.full(k, 1.0 / k) if p0 is None else p0
     evals, steps, newton_tried, predicted = 0, 0, False, False
     nnz = A.size if dense else A.nnz
     newton_cost = None
     budget = min(max_iter, _EM_FIRST)
     while True:
         hist = []
-        p, e, conv, gap = _em(A, AT, c, n, p, tol, budget, hist)
+        p, e, conv, gap = _em(FA, FAT, c, n, p, tol, budget, hist)
         evals += e
         if conv or evals >= max_iter:
             return p, evals, steps, conv, gap
