@@ -77,6 +77,7 @@ class _Conv:
         self.s = w_rel.size
         self.m = k + self.s - 1
         self.L = sfft.next_fast_len(self.m, real=True)
+        self.w_rel = w_rel
         self.W = sfft.rfft(w_rel, self.L)
         self.Wc = np.conj(self.W)
         self.obs = obs
@@ -124,6 +125,37 @@ class _Conv:
         if self.i_edge.size:
             Z += (self.E @ X[:, self.i_edge].T).T
         return Z[0] if one else Z.T
+
+
+    def gram_band(self, w: np.ndarray) -> np.ndarray:
+        r"""``S diag(w) S^T`` (``k x k``, ``w`` on the observed outputs) in LAPACK's upper banded storage.
+
+        Entry ``(x, x + d)`` (``0 <= d < s``) is ``sum_j w_j S[x, j] S[x + d, j]``.  On the middle
+        outputs ``S[x, j] = w_rel(j - x)``, so each superdiagonal ``d`` is one correlation of the
+        weights with ``u_d(i) = w_rel(i) w_rel(i - d)``: all ``s`` of them by one forward and ``s``
+        inverse FFTs (the spectra of ``u_d`` are computed once).  The end outputs add their exact
+        sparse product.  Returns ``ab`` (``s x k``) with ``ab[s - 1 + x - y, y] = M[x, y]`` for ``x <= y``
+        (``scipy.linalg.solveh_banded``'s upper form).  Used by Newton's step
+        (``solvers._newton``), whose result is checked by the exact certificate.
+        """
+        k, s = self.k, self.s
+        if getattr(self, "_U", None) is None:
+            w_rel = self.w_rel
+            U = np.zeros((s, s))
+            for d in range(s):
+                U[d, d:] = w_rel[d:] * w_rel[: s - d]
+            self._U = np.conj(sfft.rfft(U, self.L, axis=1))
+        full = np.zeros(self.m)
+        full[self.mid] = w[self.i_mid]
+        Z = sfft.irfft(self._U * sfft.rfft(full, self.L)[None, :], self.L, axis=1)[:, :k]
+        ab = np.zeros((s, k))
+        for d in range(min(s, k)):
+            ab[s - 1 - d, d:] = Z[d, : k - d]
+        if self.i_edge.size:
+            Me = sp.coo_array(self.E @ sp.diags_array(w[self.i_edge]) @ self.ET)
+            up = Me.row <= Me.col
+            np.add.at(ab, (s - 1 + Me.row[up] - Me.col[up], Me.col[up]), Me.data[up])
+        return ab
 
 
 def _as_slice(ix: np.ndarray):

@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
 from .._validation import check_int, one_of
@@ -120,12 +121,17 @@ def _squarem(P, r, u, P2, max_halvings=None):
     return a, P2
 
 
-def _em(A, AT, c, n, p0, tol, max_iter, history=None):
+def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
     """SQUAREM-accelerated EM on observed columns; returns (p, evals, converged, gap).
 
-    ``gap`` is the certificate of the returned point.  ``history`` (a list), if
-    given, receives ``(evals, gap)`` pairs, used to predict the remaining cost.
+    ``gap`` is the certificate of the point it was computed at, and with ``step``
+    (the default) the returned point is one EM step beyond it (EM is monotone, so
+    the certificate bounds the returned point's gap too); with ``step=False`` the
+    certified point itself is returned, so that a caller can recompute its
+    certificate (``_mle(fast=...)``).  ``history`` (a list), if given, receives
+    ``(evals, gap)`` pairs, used to predict the remaining cost.
     """
+    last = (lambda p, g: p * g) if step else (lambda p, g: p)
     inv_n = 1.0 / n
 
     def g_of(q):
@@ -147,16 +153,16 @@ def _em(A, AT, c, n, p0, tol, max_iter, history=None):
         if history is not None:
             history.append((evals, gap))
         if gap <= tol:
-            return p * g, evals, True, max(gap, 0.0)
+            return last(p, g), evals, True, max(gap, 0.0)
         if evals >= max_iter:
-            return p * g, evals, False, gap
+            return last(p, g), evals, False, gap
         p1 = p * g
         evals += 1
         q1 = AT @ p1
         g1 = g_of(q1)
         gap1 = cert(g1)
         if gap1 <= tol:
-            return p1 * g1, evals, True, max(gap1, 0.0)
+            return last(p1, g1), evals, True, max(gap1, 0.0)
         p2 = p1 * g1
         evals += 1
         q2 = AT @ p2
@@ -174,7 +180,7 @@ def _em(A, AT, c, n, p0, tol, max_iter, history=None):
             p, q = p2, q2
 
 
-def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
+def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, step=True):
     r"""Primal log-barrier interior-point Newton method for the same MLE.
 
     Maximizes ``F_mu(p) = sum_y c_y log (Q^T p)_y + mu sum_x log p_x`` on
@@ -184,6 +190,12 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
     optimum ``g_x = (nu - mu/p_x)/n <= 1 + k mu / n``, so the certificate
     ``n log max g <= k mu``; the same certificate as EM is checked on the
     iterate, so nothing is taken on trust.  Returns (p, steps, converged, gap).
+
+    ``band``: optional ``w -> Q diag(w) Q^T`` in upper banded storage
+    (``_toeplitz._Conv.gram_band``, by FFT for a window channel); the system is
+    then solved by banded Cholesky (``M`` is symmetric positive definite), with the
+    sparse LU as the fallback should Cholesky fail.  Measured on a 1,000-value channel
+    with a window of 275: 12 ms a step against 125 ms for the sparse product and LU.
     """
     k = A.shape[0]
     theta = 1e-3
@@ -206,7 +218,19 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
             steps += 1
             w = c / (q * q)
             G = A @ (c / q) + mu / p
-            if dense:
+            sol = None
+            if band is not None:
+                ab = band(w)
+                ab[-1] += mu / (p * p)
+                try:
+                    sol = sla.solveh_banded(ab, np.column_stack([G, ones]), check_finite=False)
+                except np.linalg.LinAlgError:
+                    band = None  # not numerically positive definite: the sparse LU from here on
+                if sol is not None and not np.all(np.isfinite(sol)):
+                    sol, band = None, None
+            if sol is not None:
+                pass
+            elif dense:
                 M = (A * w[None, :]) @ A.T
                 M[np.diag_indices(k)] += mu / (p * p)
                 try:
@@ -238,9 +262,9 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense):
         g = (A @ (c / q)) / n
         gap = n * math.log(max(float(g.max()), 1e-300))
         if best is None or gap < best[1]:
-            best = (p * g, gap)
+            best = (p * g if step else p, gap)
         if gap <= tol:
-            return p * g, steps, True, max(gap, 0.0)
+            return best[0], steps, True, max(gap, 0.0)
         if k * mu < 1e-3 * tol:
             break  # the barrier is negligible: further mu cannot help
         mu /= 10.0
@@ -301,9 +325,12 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     approximate (to about ``1e-12`` relative in ``g``): for fits that need no
     rigorous gap, such as the fold fits of ``method="auto"``'s selection, or for
     a caller that checks the returned point with the exact products
-    (``frequencies._fit``).  ``p0``: the start (default uniform).
+    (``frequencies._fit``); so with ``fast`` the point returned on convergence is
+    the one the certificate was computed at (no last EM step).  ``p0``: the start
+    (default uniform).
     """
     FA, FAT = (A, AT) if fast is None else fast
+    step = fast is None
     p = np.full(k, 1.0 / k) if p0 is None else p0
     evals, steps, newton_tried, predicted = 0, 0, False, False
     nnz = A.size if dense else A.nnz
@@ -311,7 +338,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     budget = min(max_iter, _EM_FIRST)
     while True:
         hist = []
-        p, e, conv, gap = _em(FA, FAT, c, n, p, tol, budget, hist)
+        p, e, conv, gap = _em(FA, FAT, c, n, p, tol, budget, hist, step)
         evals += e
         if conv or evals >= max_iter:
             return p, evals, steps, conv, gap
@@ -324,7 +351,8 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
         if not newton_tried and (predicted or not em_cheaper):
             newton_tried = True
-            p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense)
+            band = getattr(getattr(FA, "_c", None), "gram_band", None) if not dense else None
+            p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense, band, step)
             if conv_n:
                 return p_n, evals, steps, True, gap_n
             if gap_n < gap:
