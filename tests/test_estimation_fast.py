@@ -246,3 +246,16 @@ def test_newton_with_the_banded_gram_reaches_the_same_maximum(fft_on):
         assert conv and gap <= 1e-3, (label, steps, gap)
         out[label] = float(c @ np.log(AT @ (p / p.sum())))
     assert abs(out["lu"] - out["banded"]) <= 2e-3
+
+
+def test_banded_solve_refuses_a_matrix_that_is_not_positive_definite():
+    # Newton then falls back to the sparse LU: _banded_solve must say so (None), not return garbage
+    from sparseldp.estimation.solvers import _banded_solve
+
+    k = 6
+    rhs = np.ones((k, 2))
+    good = lambda w: np.vstack([np.full(k, 0.1), np.full(k, 1.0)])  # noqa: E731  (upper band: 1 superdiagonal)
+    sol = _banded_solve(good, None, np.zeros(k), rhs)
+    M = np.diag(np.ones(k)) + np.diag(np.full(k - 1, 0.1), 1) + np.diag(np.full(k - 1, 0.1), -1)
+    np.testing.assert_allclose(M @ sol, rhs, atol=1e-12)
+    assert _banded_solve(good, None, np.full(k, -3.0), rhs) is None

@@ -180,6 +180,18 @@ def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
             p, q = p2, q2
 
 
+def _banded_solve(band, w, diag, rhs):
+    """Solve ``(Q diag(w) Q^T + diag(diag)) x = rhs`` by banded Cholesky, ``band(w)`` giving the first term
+    in upper banded storage; ``None`` when the matrix is not numerically positive definite."""
+    ab = band(w)
+    ab[-1] += diag
+    try:
+        sol = sla.solveh_banded(ab, rhs, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    return sol if np.all(np.isfinite(sol)) else None
+
+
 def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, step=True):
     r"""Primal log-barrier interior-point Newton method for the same MLE.
 
@@ -218,18 +230,11 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, s
             steps += 1
             w = c / (q * q)
             G = A @ (c / q) + mu / p
-            sol = None
-            if band is not None:
-                ab = band(w)
-                ab[-1] += mu / (p * p)
-                try:
-                    sol = sla.solveh_banded(ab, np.column_stack([G, ones]), check_finite=False)
-                except np.linalg.LinAlgError:
-                    band = None  # not numerically positive definite: the sparse LU from here on
-                if sol is not None and not np.all(np.isfinite(sol)):
-                    sol, band = None, None
+            sol = _banded_solve(band, w, mu / (p * p), np.column_stack([G, ones])) if band is not None else None
+            if band is not None and sol is None:
+                band = None  # not numerically positive definite: the sparse LU from here on
             if sol is not None:
-                pass
+                pass  # solved by banded Cholesky
             elif dense:
                 M = (A * w[None, :]) @ A.T
                 M[np.diag_indices(k)] += mu / (p * p)
