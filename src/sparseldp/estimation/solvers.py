@@ -314,6 +314,11 @@ def _newton_cost(A, dense: bool) -> float:
     return k * bw * bw + 2.0 * coo.nnz * bw
 
 
+def band_of(FA):
+    """The banded Gram of FFT products (``_toeplitz._Conv.gram_band``), or ``None``."""
+    return getattr(getattr(FA, "_c", None), "gram_band", None)
+
+
 def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     """Maximum likelihood: SQUAREM EM, finished by Newton when that is predicted cheaper.
 
@@ -356,7 +361,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
         if not newton_tried and (predicted or not em_cheaper):
             newton_tried = True
-            band = getattr(getattr(FA, "_c", None), "gram_band", None) if not dense else None
+            band = band_of(FA) if not dense else None
             p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense, band, step)
             if conv_n:
                 return p_n, evals, steps, True, gap_n
