@@ -283,6 +283,8 @@ _EM_FIRST = 600
 _EM_RUN = 5000
 # Newton steps allowed in one finishing run.
 _NEWTON_STEPS = 120
+# Newton runs at most this many times in one fit (EM between them).
+_NEWTON_TRIES = 3
 # Predicted Newton steps (the typical count) used to compare costs with EM.
 _NEWTON_TYPICAL = 60
 
@@ -325,10 +327,13 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     After a first EM run, the remaining EM cost is predicted from the observed
     geometric rate of the certificate; EM continues (for twice the predicted
     count) while that is cheaper than a typical Newton finish, else Newton runs
-    once, and EM takes whatever budget is left.  A prediction is trusted once:
-    when EM has run twice the predicted count without converging (SQUAREM's
-    certificate can stall or rise on ill-conditioned channels), Newton runs
-    next whatever the costs say.  Returns (p, em_evals, newton_steps, converged, gap).
+    once.  A prediction is trusted once: when EM has run twice the predicted
+    count without converging (SQUAREM's certificate can stall or rise on
+    ill-conditioned channels), Newton runs next whatever the costs say.  A Newton
+    run that does not converge (:data:`_NEWTON_STEPS`) is followed by an EM run as
+    long as all evaluations so far (at least :data:`_EM_RUN`) and Newton again
+    from the better point, at most :data:`_NEWTON_TRIES` times; then EM takes
+    whatever budget is left.  Returns (p, em_evals, newton_steps, converged, gap).
 
     ``fast``: optional ``(A, AT)`` applied by FFT (``model.fast_columns``) for the
     EM runs; Newton always uses the exact ``A``.  The EM runs' certificates are then
@@ -342,7 +347,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     FA, FAT = (A, AT) if fast is None else fast
     step = fast is None
     p = np.full(k, 1.0 / k) if p0 is None else p0
-    evals, steps, newton_tried, predicted = 0, 0, False, False
+    evals, steps, tries, predicted = 0, 0, 0, False
     nnz = A.size if dense else A.nnz
     newton_cost = None
     budget = min(max_iter, _EM_FIRST)
@@ -359,15 +364,19 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         if newton_cost is None:
             newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
-        if not newton_tried and (predicted or not em_cheaper):
-            newton_tried = True
+        if tries < _NEWTON_TRIES and (predicted or not em_cheaper):
+            tries += 1
             band = band_of(FA) if not dense else None
-            p_n, steps, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense, band, step)
+            p_n, s_n, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense, band, step)
+            steps += s_n
             if conv_n:
                 return p_n, evals, steps, True, gap_n
             if gap_n < gap:
                 p = p_n
-            budget = max_iter - evals
+            # EM from the better point, then Newton again (a failed Newton is often one whose start
+            # was still far off); the last try leaves EM the whole budget
+            predicted = tries < _NEWTON_TRIES
+            budget = min(max_iter - evals, max(_EM_RUN, evals)) if predicted else max_iter - evals
         else:
             # long runs: SQUAREM's path is erratic, so short re-predicted runs would thrash
             predicted = math.isfinite(em_left)
