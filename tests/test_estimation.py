@@ -764,23 +764,29 @@ def test_estimate_cli_method_ems(tmp_path, capsys):
     assert not (tmp_path / "x.csv").exists()
 
 
+def _ill_conditioned():
+    """A wide Gaussian on 300 values (a dense, ill-conditioned channel), 10^6 reports' counts."""
+    import sparseldp as sl
+    from sparseldp.estimation import _model
+
+    k = 300
+    x = np.arange(k)
+    pop = np.exp(-0.5 * ((x - 120) / 30) ** 2) + 0.5 * np.exp(-0.5 * ((x - 240) / 9) ** 2)
+    model = _model(sl.SparseGaussian(sigma=60.0, s=401), (0, k - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ (pop / pop.sum())).ravel(), 0.0)
+    c = np.random.default_rng(2).multinomial(10**6, q / q.sum()).astype(float)
+    obs = np.flatnonzero(c > 0)
+    return (k, model, c, obs) + model.columns(obs)
+
+
 @pytest.mark.parametrize("newton_cost", ["measured", "prohibitive"])
 def test_mle_trusts_an_em_cost_prediction_once(monkeypatch, newton_cost):
     # a wide Gaussian on 300 values (dense, ill-conditioned): SQUAREM's certificate stalls, so an EM
     # run sized by a prediction can end unconverged; the solver must then finish with Newton rather
     # than predict again (it used to run EM to the whole budget: 30x slower on 1,000 values)
-    import sparseldp as sl
-    from sparseldp.estimation import _model, solvers
+    from sparseldp.estimation import solvers
 
-    k = 300
-    mech = sl.SparseGaussian(sigma=60.0, s=401)
-    x = np.arange(k)
-    pop = np.exp(-0.5 * ((x - 120) / 30) ** 2) + 0.5 * np.exp(-0.5 * ((x - 240) / 9) ** 2)
-    model = _model(mech, (0, k - 1))
-    q = np.maximum(np.asarray(model.unscaled().T @ (pop / pop.sum())).ravel(), 0.0)
-    c = np.random.default_rng(2).multinomial(10**6, q / q.sum()).astype(float)
-    obs = np.flatnonzero(c > 0)
-    A, AT = model.columns(obs)
+    k, model, c, obs, A, AT = _ill_conditioned()
     calls = []
     em, newton = solvers._em, solvers._newton
 
@@ -810,18 +816,9 @@ def test_mle_trusts_an_em_cost_prediction_once(monkeypatch, newton_cost):
 def test_mle_tries_newton_again_after_a_failed_run(monkeypatch):
     # a Newton run that does not converge is followed by EM from the better point and Newton again
     # (it used to leave EM the whole remaining budget: 36 s unconverged on 10^4 values, window 275)
-    import sparseldp as sl
-    from sparseldp.estimation import _model, solvers
+    from sparseldp.estimation import solvers
 
-    k = 300
-    mech = sl.SparseGaussian(sigma=60.0, s=401)
-    x = np.arange(k)
-    pop = np.exp(-0.5 * ((x - 120) / 30) ** 2) + 0.5 * np.exp(-0.5 * ((x - 240) / 9) ** 2)
-    model = _model(mech, (0, k - 1))
-    q = np.maximum(np.asarray(model.unscaled().T @ (pop / pop.sum())).ravel(), 0.0)
-    c = np.random.default_rng(2).multinomial(10**6, q / q.sum()).astype(float)
-    obs = np.flatnonzero(c > 0)
-    A, AT = model.columns(obs)
+    k, model, c, obs, A, AT = _ill_conditioned()
     calls = []
     newton = solvers._newton
 
