@@ -259,3 +259,27 @@ def test_banded_solve_refuses_a_matrix_that_is_not_positive_definite():
     M = np.diag(np.ones(k)) + np.diag(np.full(k - 1, 0.1), 1) + np.diag(np.full(k - 1, 0.1), -1)
     np.testing.assert_allclose(M @ sol, rhs, atol=1e-12)
     assert _banded_solve(good, None, np.full(k, -3.0), rhs) is None
+
+
+def test_bootstrap_mle_refits_use_the_fft_products(monkeypatch, fft_on):
+    # the MLE's bootstrap refits are simulation (no certificate of record): on a window channel they
+    # run on the FFT products, and give intervals close to those of the exact products
+    from sparseldp.estimation import estimate_frequencies_full, intervals
+
+    mech, k, model, rc = _fft_counts()
+    est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em")
+    seen = []
+    refit = intervals._refit_em
+
+    def spy(A, *a, **kw):
+        seen.append(type(A).__name__)
+        return refit(A, *a, **kw)
+
+    monkeypatch.setattr(intervals, "_refit_em", spy)
+    fast = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
+    assert seen and set(seen) == {"_ConvA"}
+    monkeypatch.setattr(model.__class__, "fast_columns", lambda self, idx, exact=None: self.columns(idx))
+    exact = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
+    assert seen[-1] != "_ConvA"
+    width = exact[1] - exact[0]
+    assert abs(fast[0] - exact[0]) < 1e-3 * width and abs(fast[1] - exact[1]) < 1e-3 * width
