@@ -784,11 +784,11 @@ def test_mle_trusts_an_em_cost_prediction_once(monkeypatch, newton_cost):
     # a wide Gaussian on 300 values (dense, ill-conditioned): SQUAREM's certificate stalls, so an EM
     # run sized by a prediction can end unconverged; the solver must then finish with Newton rather
     # than predict again (it used to run EM to the whole budget: 30x slower on 1,000 values)
-    from sparseldp.estimation import solvers
+    from sparseldp.estimation import mle
 
     k, model, c, obs, A, AT = _ill_conditioned()
     calls = []
-    em, newton = solvers._em, solvers._newton
+    em, newton = mle._em, mle._newton
 
     def spy_em(*a, **kw):
         out = em(*a, **kw)
@@ -800,11 +800,11 @@ def test_mle_trusts_an_em_cost_prediction_once(monkeypatch, newton_cost):
         calls.append(("newton", out[1], out[2]))
         return out
 
-    monkeypatch.setattr(solvers, "_em", spy_em)
-    monkeypatch.setattr(solvers, "_newton", spy_newton)
+    monkeypatch.setattr(mle, "_em", spy_em)
+    monkeypatch.setattr(mle, "_newton", spy_newton)
     if newton_cost == "prohibitive":  # every prediction says EM is cheaper: a failed one must still end it
-        monkeypatch.setattr(solvers, "_newton_cost", lambda A, dense: 1e300)
-    p, evals, steps, conv, gap = solvers._mle(A, AT, c[obs], 1e6, k, 1e-2, 50_000, model.dense)
+        monkeypatch.setattr(mle, "_newton_cost", lambda A, dense: 1e300)
+    p, evals, steps, conv, gap = mle._mle(A, AT, c[obs], 1e6, k, 1e-2, 50_000, model.dense)
     assert model.dense and conv and gap <= 1e-2 and abs(p.sum() - 1) < 1e-9
     kinds = [kind for kind, _, _ in calls]
     # the first run, then at most one predicted run before Newton is tried
@@ -816,11 +816,11 @@ def test_mle_trusts_an_em_cost_prediction_once(monkeypatch, newton_cost):
 def test_mle_tries_newton_again_after_a_failed_run(monkeypatch):
     # a Newton run that does not converge is followed by EM from the better point and Newton again
     # (it used to leave EM the whole remaining budget: 36 s unconverged on 10^4 values, window 275)
-    from sparseldp.estimation import solvers
+    from sparseldp.estimation import mle
 
     k, model, c, obs, A, AT = _ill_conditioned()
     calls = []
-    newton = solvers._newton
+    newton = mle._newton
 
     def first_fails(*a, **kw):
         a = list(a)
@@ -830,7 +830,7 @@ def test_mle_tries_newton_again_after_a_failed_run(monkeypatch):
         calls.append(out[2])
         return out
 
-    monkeypatch.setattr(solvers, "_newton", first_fails)
-    p, evals, steps, conv, gap = solvers._mle(A, AT, c[obs], 1e6, k, 1e-2, 50_000, model.dense)
-    assert calls[0] is False and calls[-1] is True and len(calls) <= solvers._NEWTON_TRIES, calls
+    monkeypatch.setattr(mle, "_newton", first_fails)
+    p, evals, steps, conv, gap = mle._mle(A, AT, c[obs], 1e6, k, 1e-2, 50_000, model.dense)
+    assert calls[0] is False and calls[-1] is True and len(calls) <= mle._NEWTON_TRIES, calls
     assert conv and gap <= 1e-2 and steps > 3

@@ -230,7 +230,7 @@ def test_banded_gram_by_fft_matches_the_sparse_product(mech, k):
 
 def test_newton_with_the_banded_gram_reaches_the_same_maximum(fft_on):
     # the banded Cholesky step (FFT Gram) and the sparse LU step both converge, to the same likelihood
-    from sparseldp.estimation import solvers
+    from sparseldp.estimation import mle
 
     mech, k, model, rc = _fft_counts()
     c_all = model.counts_of(rc, False)
@@ -242,7 +242,7 @@ def test_newton_with_the_banded_gram_reaches_the_same_maximum(fft_on):
     p0 = np.full(k, 1.0 / k)
     out = {}
     for label, band in (("lu", None), ("banded", FA._c.gram_band)):
-        p, steps, conv, gap = solvers._newton(A, AT, c, n, p0, 1e3, 1e-3, 400, False, band)
+        p, steps, conv, gap = mle._newton(A, AT, c, n, p0, 1e3, 1e-3, 400, False, band)
         assert conv and gap <= 1e-3, (label, steps, gap)
         out[label] = float(c @ np.log(AT @ (p / p.sum())))
     assert abs(out["lu"] - out["banded"]) <= 2e-3
@@ -250,7 +250,7 @@ def test_newton_with_the_banded_gram_reaches_the_same_maximum(fft_on):
 
 def test_banded_solve_refuses_a_matrix_that_is_not_positive_definite():
     # Newton then falls back to the sparse LU: _banded_solve must say so (None), not return garbage
-    from sparseldp.estimation.solvers import _banded_solve
+    from sparseldp.estimation.mle import _banded_solve
 
     k = 6
     rhs = np.ones((k, 2))
@@ -264,18 +264,18 @@ def test_banded_solve_refuses_a_matrix_that_is_not_positive_definite():
 def test_bootstrap_mle_refits_use_the_fft_products(monkeypatch, fft_on):
     # the MLE's bootstrap refits are simulation (no certificate of record): on a window channel they
     # run on the FFT products, and give intervals close to those of the exact products
-    from sparseldp.estimation import estimate_frequencies_full, intervals
+    from sparseldp.estimation import estimate_frequencies_full, refits
 
     mech, k, model, rc = _fft_counts()
     est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em")
     seen = []
-    refit = intervals._refit_em
+    refit = refits._refit_em
 
     def spy(A, *a, **kw):
         seen.append(type(A).__name__)
         return refit(A, *a, **kw)
 
-    monkeypatch.setattr(intervals, "_refit_em", spy)
+    monkeypatch.setattr(refits, "_refit_em", spy)
     fast = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
     assert seen and set(seen) == {"_ConvA"}
     monkeypatch.setattr(model.__class__, "fast_columns", lambda self, idx, exact=None: self.columns(idx))

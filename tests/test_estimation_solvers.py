@@ -1,5 +1,5 @@
 """The SQUAREM step shared by EM and EMS (solvers._squarem), the bootstrap's batched plain-EM refit
-(intervals._refit_em_steps), and the variance floors of estimate_mean's unbiased cases."""
+(refits._refit_em_steps), and the variance floors of estimate_mean's unbiased cases."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from sparseldp import SparseChannel
 from sparseldp.baselines import duchi
 from sparseldp.estimation import _model, estimate_mean
-from sparseldp.estimation.intervals import _refit_em_steps
+from sparseldp.estimation.refits import _refit_em_steps
 from sparseldp.estimation.solvers import _squarem
 
 
@@ -130,9 +130,9 @@ def test_an_overflowing_step_length_takes_the_plain_step():
 
 
 def test_batched_em_refit_reaches_each_columns_certificate():
-    """intervals._refit_em: every column stops with n log max g <= tol, at the log-likelihood of _em's fit."""
-    from sparseldp.estimation.intervals import _refit_em
-    from sparseldp.estimation.solvers import _em
+    """refits._refit_em: every column stops with n log max g <= tol, at the log-likelihood of _em's fit."""
+    from sparseldp.estimation.refits import _refit_em
+    from sparseldp.estimation.mle import _em
 
     rng = np.random.default_rng(3)
     k, m, n, B = 12, 20, 5_000.0, 6

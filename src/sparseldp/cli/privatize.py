@@ -43,7 +43,6 @@ other field).  Memory stays bounded whatever the file size.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 

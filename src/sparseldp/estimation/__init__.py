@@ -43,7 +43,7 @@ full-support baselines): even accelerated it can need 10^5 steps on a domain
 of 12 values.  So after 600 EM evaluations the solver predicts the remaining
 EM cost from the observed rate of the certificate below and, when a Newton
 method is predicted cheaper, finishes with a primal log-barrier interior-point
-Newton method (banded sparse LU for window channels; see ``solvers._newton``), then
+Newton method (banded Cholesky or sparse LU for window channels; see ``mle._newton``), then
 resumes EM if needed.  Both phases are judged by the same certificate, so the
 choice affects speed only, never what "converged" means.
 

@@ -1,7 +1,7 @@
 """Independent columns of a batched refit, cut into blocks run in threads.
 
-The batched solvers of the bootstrap (``intervals._refit_em_steps``, ``intervals._refit_ems``,
-``intervals._refit_em``) iterate every column on its own: a column's
+The batched solvers of the bootstrap (``refits._refit_em_steps``, ``refits._refit_ems``,
+``refits._refit_em``) iterate every column on its own: a column's
 iterates and stopping do not depend on the other columns of the batch.  So a
 batch can be cut into blocks of columns, run in threads, and put back
 together.  Only rounding can tell the blocks from one batch (a few units in

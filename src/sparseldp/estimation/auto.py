@@ -100,7 +100,8 @@ import math
 import numpy as np
 
 from .model import _Model
-from .solvers import _ems_fixed, _mle
+from .mle import _mle
+from .solvers import _ems_fixed
 
 # Number of folds.
 _FOLDS = 5

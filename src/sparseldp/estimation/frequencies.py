@@ -18,7 +18,8 @@ from .._validation import check_bool, check_int, check_positive
 from .auto import _fit_auto
 from .model import _Model, _model
 from .intervals import bootstrap, statistic
-from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, _mle, project_simplex
+from .mle import _mle
+from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, project_simplex
 
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
 _DEFAULT_TOL = {"auto": 1e-2, "em": 1e-2, "ems": 1e-8, "inversion": 1e-2}

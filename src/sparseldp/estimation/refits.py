@@ -1,0 +1,175 @@
+"""Refitting the bootstrap's replicate histograms, all at once (:func:`_refit_replicates`).
+
+Each estimator has a batched refit that iterates every replicate (a column) on
+its own: :func:`_refit_ems` (accelerated EMS), :func:`_refit_em_steps` (a fixed
+number of plain EM steps, ``auto``'s ``"em steps=t"`` member) and
+:func:`_refit_em` (SQUAREM EM to a certified gap, the MLE's refit); inversion is
+least squares per replicate.  The columns are cut into blocks run in threads
+where the products are sparse or FFT (:mod:`sparseldp.estimation._parallel`).
+A refit is simulation: its products may be the FFT ones and its certificate
+needs no rigor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._parallel import blocks_for, map_blocks
+from .solvers import _ems_fixed, _ems_map, _least_squares, _squarem, project_simplex
+
+# Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
+# this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
+# bootstrap spread they feed (statistical TV error ~1e-2 at n = 10^5).
+_REFIT_TOL = {"em": 0.5, "ems": 1e-6}
+# EM cannot revive a value that has mass exactly 0 (multiplicative update), and the MLE has many;
+# replicate fits start from (1 - w) p_hat + w / k so that every value can move.
+_EM_WARM_MIX = 0.05
+
+
+
+def _refit_ems(A, AT, C, n, P0, passes, weight, tol, max_iter):
+    """EMS on ``B`` histograms at once (rows of ``C``), warm-started at the rows of ``P0``.
+
+    ``A``, ``AT``: the column-scaled channel on all outputs and its transpose
+    (sparse, dense, or applied by FFT, :mod:`sparseldp.estimation._toeplitz`).
+    ``solvers._ems_fixed``: accelerated, the same stopping rule (``tol``) as
+    ``method="ems"``; converged replicates are frozen.  Returns (P, evals,
+    converged mask), ``P`` with one row per replicate.
+    """
+    P, evals, conv = _ems_fixed(A, AT, np.ascontiguousarray(C.T), 1.0 / n, np.ascontiguousarray(P0.T),
+                                passes, weight, tol, max_iter)
+    return np.ascontiguousarray(P.T), evals, conv
+
+
+def _refit_em_steps(A, AT, C, n, P0, steps):
+    """Exactly ``steps`` plain EM steps on ``B`` histograms at once (rows of ``C``), from the rows of ``P0``.
+
+    The ``"em steps=t"`` member of ``method="auto"``: the EM map ``p <- p * g(p)``
+    (``solvers._ems_map`` with no smoothing), with no stopping rule (reaching
+    ``t`` is the rule, not a failure).  ``A``, ``AT`` as in :func:`_refit_ems`.
+    Returns ``P``, one row per replicate.
+    """
+    # column layout as views of the row-major replicates (Fortran order): the FFT products work on
+    # their transposes, which are then contiguous without a copy
+    P = np.array(P0, dtype=float).T
+    CT = np.asarray(C, dtype=float).T
+    for _ in range(steps):
+        P = _ems_map(A, AT, CT, 1.0 / n, P, 0, 0.25)
+    return np.ascontiguousarray(P.T)
+
+
+def _refit_em(A, AT, C, n, P0, tol, max_iter):
+    """SQUAREM EM on ``B`` histograms at once (columns of ``C``, outputs x B), from the columns of ``P0``.
+
+    Every column runs ``mle._em``'s cycle (the certificate ``n log max g``,
+    two EM steps, the SQUAREM extrapolation kept where it does not lower the
+    log-likelihood), as one matrix product per step for the batch; a column
+    leaves the batch once its certificate is at most ``tol``, or at
+    ``max_iter`` evaluations.  Measured against the per-replicate loop it
+    replaces (k = 100, B = 200, same replicate counts): 3.3-3.5x faster, the
+    same intervals to about 1e-5 of their width.  Returns (P, converged mask, certified gap of each
+    column's returned point in nats).
+    """
+    inv_n = 1.0 / n
+    B = C.shape[1]
+    out = np.empty((A.shape[0], B))
+    conv = np.zeros(B, bool)
+    gaps = np.zeros(B)
+    act = np.arange(B)
+    P = np.array(P0, dtype=float)
+    Q = AT @ P
+    Cm = C > 0
+
+    def g_of(Q, Ca, Ma):
+        return (A @ np.divide(Ca, Q, out=np.zeros_like(Ca), where=Ma)) * inv_n
+
+    def cert(G):
+        return n * np.log(np.maximum(G.max(axis=0), 1e-300))
+
+    def loglik(Q, Ca, Ma):  # -inf where an observed output has q <= 0, as mle._em
+        with np.errstate(divide="ignore", invalid="ignore"):
+            L = np.where(Ma, Ca * np.log(np.where(Ma, Q, 1.0)), 0.0).sum(axis=0)
+        return np.where(((Q <= 0) & Ma).any(axis=0), -np.inf, L)
+
+    evals = 0
+    while act.size:
+        Ca, Ma = C[:, act], Cm[:, act]
+        G = g_of(Q, Ca, Ma)
+        gap = cert(G)
+        fin = (gap <= tol) | (evals >= max_iter)
+        if fin.any():
+            out[:, act[fin]] = P[:, fin] * G[:, fin]
+            conv[act[fin]] = gap[fin] <= tol
+            gaps[act[fin]] = gap[fin]  # certifies P; P * G (one more EM step) only raises the likelihood
+            keep = ~fin
+            act, P, Q, G, Ca, Ma = act[keep], P[:, keep], Q[:, keep], G[:, keep], Ca[:, keep], Ma[:, keep]
+            if not act.size:
+                break
+        P1 = P * G
+        evals += 1
+        G1 = g_of(AT @ P1, Ca, Ma)
+        gap1 = cert(G1)
+        fin = gap1 <= tol
+        if fin.any():
+            out[:, act[fin]] = P1[:, fin] * G1[:, fin]
+            conv[act[fin]] = True
+            gaps[act[fin]] = gap1[fin]
+            keep = ~fin
+            act, P, P1, G1, Ca, Ma = act[keep], P[:, keep], P1[:, keep], G1[:, keep], Ca[:, keep], Ma[:, keep]
+            if not act.size:
+                break
+        P2 = P1 * G1
+        evals += 1
+        Q2 = AT @ P2
+        if evals >= max_iter:
+            P, Q = P2, Q2
+            continue
+        a, Pe = _squarem(P, P1 - P, P2 - P1, P2)
+        ext = a < -1.0
+        if ext.any():
+            Qe = AT @ Pe
+            take = ext & (loglik(Qe, Ca, Ma) >= loglik(Q2, Ca, Ma))
+            P = np.where(take, Pe, P2)
+            Q = np.where(take, Qe, Q2)
+        else:
+            P, Q = P2, Q2
+    return out, conv, gaps
+
+
+def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter):
+    """Refit every row of ``C`` (``B`` replicate histograms on all outputs) with the plan's estimator.
+
+    ``method`` is ``intervals._refit_plan``'s: ``"em-steps"`` (``steps`` plain EM steps from the
+    uniform start), ``"ems"`` (``smooth`` passes of weight ``weight``, warm-started at ``p_hat``),
+    ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``) or ``"inversion"``.  Returns ``(P, converged
+    mask, certified gaps or None)``, ``P`` with one replicate per row.
+    """
+    B, k = C.shape[0], model.k
+    if method == "inversion":
+        P = np.vstack([project_simplex(_least_squares(model, C[b] / n)) for b in range(B)])
+        return P, np.ones(B, bool), None
+    # FFT products where they apply; every refit is column by column, so blocks run in threads
+    # unless the products are dense matrix products (BLAS is already parallel)
+    A, AT = model.fast_columns(np.arange(model.m))
+    blocks = blocks_for(isinstance(A, np.ndarray), B)
+    if method == "em-steps":
+        # the same t plain EM steps from the uniform start as the chosen member: the batched map
+        # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
+        P0 = np.full((B, k), 1.0 / k)
+        P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, C[r], float(n), P0[r], steps), B, blocks))
+        return P, np.ones(B, bool), None
+    if method == "ems":
+        # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
+        P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
+        parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
+                           B, blocks)
+        return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None
+    start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
+    CT = np.ascontiguousarray(C.T)
+    # no Newton finish (mle._mle has one): measured 15x slower here for no change in intervals
+    parts = map_blocks(lambda r: _refit_em(A, AT, np.ascontiguousarray(CT[:, r]), float(n),
+                                           np.repeat(start[:, None], r.stop - r.start, axis=1), tol, max_iter),
+                       B, blocks)
+    P = np.maximum(np.hstack([part[0] for part in parts]), 0.0).T
+    return (P / P.sum(axis=1, keepdims=True), np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] for part in parts]))
