@@ -79,7 +79,6 @@ target for a lower mean TV (0.161-0.165) at a higher mean W1.
 
 from __future__ import annotations
 
-import math
 import os
 import pickle
 import sys
@@ -145,10 +144,9 @@ def _keys(d):
 
 
 def _diff_se(d, a, b):
-    H, S = d["H"], d["scores"]
-    D = S[a] - S[b]
-    diff = float((H * D).sum())
-    return diff, math.sqrt(max(float((H * D * D).sum()) - diff * diff / float(H.sum()), 0.0))
+    from sparseldp.estimation.auto import _diff_se
+
+    return _diff_se(d["scores"], a, b, d["H"])
 
 
 def _best(d):
@@ -212,12 +210,10 @@ def meets(d, key):
 
 def rule_auto(d):
     """auto's rule: one SE, with the MLE left off once the EM path turns down (auto._turned_down)."""
-    from sparseldp.estimation.auto import _TURN_SE
+    from sparseldp.estimation.auto import _turned_down
 
-    if ("mle", 0) in d["scores"]:
-        diff, se = _diff_se(d, ("stop", 8), ("stop", 4))
-        if diff < -_TURN_SE * se:
-            d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0)}}
+    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):
+        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0)}}
     return rule_se(d, 1)
 
 

@@ -209,26 +209,25 @@ def _with_mle(model: _Model) -> bool:
     return model.dense or model.nnz <= _MLE_NNZ_MAX
 
 
-def _turned_down(AT, P_before, P_last, H: np.ndarray) -> bool:
-    """Whether the held-out log-likelihood fell between the last two multiples of the stop (4 and 8) by more
-    than :data:`_TURN_SE` standard errors (the difference and its standard error as in :func:`_choose`)."""
-    D = _logq(AT, P_last) - _logq(AT, P_before)
+def _diff_se(scores: dict, a, b, H: np.ndarray) -> tuple[float, float]:
+    """Held-out log-likelihood of member ``a`` minus that of ``b``, and its standard error over the
+    held-out reports: each contributes ``log q_a(y) - log q_b(y)`` under its fold's fits, so
+    ``se^2 = sum H D^2 - (sum H D)^2 / n``."""
+    D = scores[a] - scores[b]
     diff = float((H * D).sum())
-    se = math.sqrt(max(float((H * D * D).sum()) - diff * diff / float(H.sum()), 0.0))
+    return diff, math.sqrt(max(float((H * D * D).sum()) - diff * diff / float(H.sum()), 0.0))
+
+
+def _turned_down(scores: dict, H: np.ndarray) -> bool:
+    """Whether the held-out log-likelihood fell between the last two multiples of the stop (4 and 8)
+    by more than :data:`_TURN_SE` standard errors."""
+    diff, se = _diff_se(scores, ("stop", _STOP_MULTS[-1]), ("stop", _STOP_MULTS[-2]), H)
     return diff < -_TURN_SE * se
 
 
-def _path_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int, H: np.ndarray | None = None):
-    """Every member of :data:`_PATH` fit on each column of the counts ``C`` (observed outputs ``obs`` x b).
-
-    Returns ``(fits, evals, AT_fast, AT_exact)``: ``fits[key]`` is ``k x b`` (the
-    MLE's columns clipped at 0, not renormalized), ``AT_exact`` is ``None`` when the
-    MLE is off the path.  The MLE is fit with the exact products (Newton needs the
-    matrix); the other members with ``model.fast_columns``.  With the held-out
-    counts ``H`` of the training columns ``C`` (selection), the MLE is left off
-    when the EM path has turned down (:func:`_turned_down`; module docstring).
-    """
-    A, AT = model.fast_columns(obs)
+def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int, A, AT):
+    """The members of :data:`_PATH` before the MLE, fit on each column of the counts ``C`` (observed
+    outputs ``obs`` x b) with the products ``A``, ``AT`` (``model.fast_columns``); ``(fits, evals)``."""
     n_train = C.sum(axis=0)
     k, b = model.k, C.shape[1]
     fits: dict[tuple[str, float], np.ndarray] = {}
@@ -243,32 +242,63 @@ def _path_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int, H: 
     mults = _STOP_MULTS if _with_mle(model) else ()  # the bridge to the MLE, where the MLE is on the path
     cap = min(_STOP_CAP, max_iter)
     Ps, steps = _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), cap, mults)
-    evals += _stop_steps(int(steps.max()), max(mults, default=1), cap)
     for f, P in Ps.items():
         fits[("stop", f)] = P
-    if not _with_mle(model) or (H is not None and _turned_down(AT, Ps[mults[-2]], Ps[mults[-1]], H)):
-        return fits, evals, AT, None
+    return fits, evals + _stop_steps(int(steps.max()), max(mults, default=1), cap)
+
+
+def _mle_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
+    """The MLE of each column of ``C`` (``k x b``, clipped at 0, not renormalized), the evaluations, and
+    the exact ``AT`` it is scored with.  EM by FFT where it applies (no rigorous gap is needed to score
+    a fold), Newton exact."""
     EA, EAT = model.columns(obs)
-    M = np.empty((k, b))
-    for j in range(b):
+    n_train = C.sum(axis=0)
+    M = np.empty((model.k, C.shape[1]))
+    evals = 0
+    for j in range(C.shape[1]):
         cj = C[:, j]
         nz = np.flatnonzero(cj > 0)
         Aj, ATj = (EA[:, nz], EAT[nz]) if model.dense else (EA[:, nz].tocsr(), EAT[nz].tocsr())
-        # EM by FFT where it applies (no rigorous gap is needed to score a fold), Newton exact
-        pj, e, _, _, _ = _mle(Aj, ATj, cj[nz], float(n_train[j]), k, 1e-2, max_iter, model.dense,
+        pj, e, _, _, _ = _mle(Aj, ATj, cj[nz], float(n_train[j]), model.k, 1e-2, max_iter, model.dense,
                               model.fast_columns(obs[nz], (Aj, ATj)))
         evals += e
         M[:, j] = np.maximum(pj, 0.0)
-    fits[("mle", 0)] = M
-    return fits, evals, AT, EAT
+    return M, evals, EAT
+
+
+def _path_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
+    """Every member of :data:`_PATH` fit on each column of the counts ``C`` (observed outputs ``obs`` x b).
+
+    Returns ``(fits, evals, AT_fast, AT_exact)``: ``fits[key]`` is ``k x b`` (the
+    MLE's columns clipped at 0, not renormalized), ``AT_exact`` is ``None`` when the
+    MLE is off the path.  The MLE is fit with the exact products (Newton needs the
+    matrix); the other members with ``model.fast_columns``.  (The selection,
+    :func:`_select`, fits the MLE only where the EM path has not turned down.)
+    """
+    A, AT = model.fast_columns(obs)
+    fits, evals = _regularized_fits(model, obs, C, max_iter, A, AT)
+    if not _with_mle(model):
+        return fits, evals, AT, None
+    fits[("mle", 0)], e, EAT = _mle_fits(model, obs, C, max_iter)
+    return fits, evals + e, AT, EAT
 
 
 def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
-    """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals."""
+    """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals.
+
+    The MLE is fit (and scored) only where it is on the path and the EM path has not turned down
+    (:func:`_turned_down`, on the scores already computed; module docstring)."""
     obs = np.flatnonzero(c_all > 0)
     H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
-    fits, evals, AT, EAT = _path_fits(model, obs, H.sum(axis=1, keepdims=True) - H, max_iter, H)
-    return _scores(fits, AT, EAT), H, evals
+    C = H.sum(axis=1, keepdims=True) - H
+    A, AT = model.fast_columns(obs)
+    fits, evals = _regularized_fits(model, obs, C, max_iter, A, AT)
+    scores = _scores(fits, AT, None)
+    if _with_mle(model) and not _turned_down(scores, H):
+        M, e, EAT = _mle_fits(model, obs, C, max_iter)
+        scores.update(_scores({("mle", 0): M}, AT, EAT))
+        evals += e
+    return scores, H, evals
 
 
 def _scores(fits: dict, AT, EAT) -> dict:
@@ -291,11 +321,8 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR):
     keys = [key for key in _PATH if key in scores]
     total = {key: float((H * scores[key]).sum()) for key in keys}
     best = max(keys, key=lambda key: (total[key], -keys.index(key)))
-    n = float(H.sum())
     for key in keys:
-        D = scores[key] - scores[best]
-        diff = total[key] - total[best]
-        se = math.sqrt(max(float((H * D * D).sum()) - diff * diff / n, 0.0))
+        diff, se = _diff_se(scores, key, best, H)
         if diff >= -se_factor * se:
             return key
     return best  # unreachable: best itself has diff 0
