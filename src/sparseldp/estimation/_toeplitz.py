@@ -210,8 +210,8 @@ def fft_pair(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs: np.
     """``(A, AT)`` for the observed outputs ``obs`` of the column-scaled channel ``S`` (``k x m``,
     sparse or dense), by FFT in the middle and exactly at the ends; ``None`` when the channel is not
     a shifted window or the FFT would not pay (module docstring)."""
-    nnz = S.nnz if sp.issparse(S) else log_window.size * k if log_window is not None else 0
-    if log_window is None or log_window.size < _MIN_WINDOW or nnz < _MIN_NNZ:
+    # a shifted window stores exactly its s entries in each of the k rows
+    if log_window is None or log_window.size < _MIN_WINDOW or log_window.size * k < _MIN_NNZ:
         return None
     top = float(log_window.max())
     w_rel = np.exp(log_window - top)

@@ -170,13 +170,17 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps)
 
 
-def _exact_gap(A, AT, c, n_f: float, p) -> float:
-    """The certificate ``n log max_x g_x`` of ``p`` with the exact products (``inf`` if some observed
-    output has probability 0 under ``p``)."""
-    q = AT @ p
-    if not np.all(q > 0):
-        return math.inf
+def _certificate(A, c, q, n_f: float) -> float:
+    """``max(0, n log max_x g_x)`` with ``g = A (c / q) / n``: the certified gap at the point whose output
+    probabilities (column-scaled, all positive) are ``q``."""
     return max(0.0, n_f * math.log(max(float(((A @ (c / q)) / n_f).max()), 1e-300)))
+
+
+def _exact_gap(A, AT, c, n_f: float, p) -> float:
+    """The certificate of ``p`` with the exact products (``inf`` if some observed output has
+    probability 0 under ``p``)."""
+    q = AT @ p
+    return _certificate(A, c, q, n_f) if np.all(q > 0) else math.inf
 
 
 def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged: bool, em_gap: float,
@@ -189,9 +193,8 @@ def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged:
     with np.errstate(divide="ignore"):
         if np.all(q > 0):
             ll = float(c @ np.log(q)) + shift
-            g = (A @ (c / q)) / n_f
             # two valid certificates: the one EM stopped on (EM is monotone) and this one
-            gap = min(em_gap, max(0.0, n_f * math.log(float(g.max()))))
+            gap = min(em_gap, _certificate(A, c, q, n_f))
         else:
             ll, gap = -math.inf, math.inf
     p.setflags(write=False)
