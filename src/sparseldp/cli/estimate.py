@@ -187,8 +187,7 @@ def estimate_command(
     import warnings
 
     from .._validation import check_int
-    from ..estimation import ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
-    from ..estimation import METHODS
+    from ..estimation import METHODS, ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
     from ..estimation.stats import QUANTILE_METHODS
     from ..io import column_counts
     from ..spec import load_spec

@@ -140,9 +140,9 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
             em_gap = _exact_gap(A, AT, c, n_f, p)
             converged = em_gap <= tol
             if not converged and evals < max_iter:
-                start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros
+                start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros (p sums to 1: so does start)
                 p, more, steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter - evals, model.dense,
-                                                         p0=start / start.sum())
+                                                         p0=start)
                 evals, newton_steps = evals + more, newton_steps + steps
                 p = np.maximum(p, 0.0)
                 p /= p.sum()
