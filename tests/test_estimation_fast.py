@@ -4,6 +4,8 @@
   families (sparse, and dense when the window is wider than the domain), one and
   several columns, every output or a random subset;
 * channels that are not one shifted window (clipped windows) keep the sparse products;
+* the fused EM run on FFT products (``_toeplitz._Conv.em_rows``) against the same steps over the
+  products one at a time;
 * SQUAREM-accelerated EMS (solvers._ems_fixed) lands on the plain iteration's fixed point;
 * on a large channel the MLE is left off auto's path (its fold fits are not affordable).
 """
@@ -15,7 +17,7 @@ import pytest
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model
-from sparseldp.estimation import _toeplitz, auto
+from sparseldp.estimation import _toeplitz, auto, solvers
 from sparseldp.estimation.solvers import _ems_fixed, _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
@@ -47,6 +49,40 @@ def test_fft_products_match_the_sparse_channel(mech, k, subset):
     q_exact, q_fast = AT @ p, FAT @ p
     assert q_fast.shape == q_exact.shape and np.all(q_fast > 0)
     assert np.allclose(FA @ R[:, 0], A @ R[:, 0], rtol=0, atol=1e-12 * np.abs(A @ R[:, 0]).max())
+
+
+@pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian", "gaussian-dense"])
+@pytest.mark.parametrize("subset", [False, True])
+def test_fused_em_steps_match_the_step_by_step_products(mech, k, subset):
+    """_Conv.em_rows (the bootstrap's and the discrepancy stop's EM run) is the EM map over conv/corr."""
+    model = _model(mech, (0, k - 1))
+    rng = np.random.default_rng(11)
+    obs = np.sort(rng.choice(model.m, model.m * 2 // 3, replace=False)) if subset else np.arange(model.m)
+    FA, FAT = model.fast_columns(obs)
+    b, steps = 3, 7
+    C = rng.poisson(50.0, (b, obs.size)).astype(float)
+    C[:, rng.choice(obs.size, obs.size // 10, replace=False)] = 0.0  # outputs without a count
+    n = C.sum(axis=1)
+    P0 = rng.dirichlet(np.full(k, 2.0), size=b)
+    for inv_n in (None, 1.0 / n):
+        P = P0.T.copy(order="F")
+        for _ in range(steps):
+            R = np.divide(C.T, FAT @ P, out=np.zeros_like(C.T), where=C.T > 0)
+            P = P * (FA @ R)
+            P = P / P.sum(axis=0) if inv_n is None else P * inv_n
+        got = solvers._em_run(FA, FAT, P0, C, steps, inv_n)
+        assert np.allclose(got, P.T, rtol=1e-9, atol=1e-15 * float(P.max()))
+    # observe sees each iterate with its outputs, and stops the run
+    seen = []
+
+    def observe(t, P, Q):
+        assert np.allclose(Q, (FAT @ np.ascontiguousarray(P.T)).T, rtol=1e-9, atol=0)
+        seen.append(t)
+        return t == 4
+
+    stopped = solvers._em_run(FA, FAT, P0, C, steps, None, observe)
+    assert seen == [0, 1, 2, 3, 4]
+    assert np.allclose(stopped, solvers._em_run(FA, FAT, P0, C, 4), rtol=1e-12, atol=0)
 
 
 def test_clipped_window_keeps_sparse_products():

@@ -101,7 +101,7 @@ import numpy as np
 
 from .model import _Model
 from .mle import _mle
-from .solvers import _ems_fixed
+from .solvers import _em_run, _ems_fixed
 
 # Number of folds.
 _FOLDS = 5
@@ -162,41 +162,39 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
     """
     k = A.shape[0]
     b = C.shape[1]
-    n = C.sum(axis=0)
-    target = (C > 0).sum(axis=0).astype(float)
+    CR = np.ascontiguousarray(np.asarray(C, dtype=float).T)  # rows: one per column of C
+    n = CR.sum(axis=1)
+    target = (CR > 0).sum(axis=1).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        logc = np.where(C > 0, np.log(C / n), 0.0)
-    P = np.full((k, b), 1.0 / k)
-    out = {f: P.copy() for f in (1, *mults)}
+        logc = np.where(CR > 0, np.log(CR / n[:, None]), 0.0)
+    out = {f: np.full((b, k), 1.0 / k) for f in (1, *mults)}
     steps = np.full(b, cap)
     at = {f: np.full(b, -1) for f in mults}  # the step at which multiple f is taken (-1: not yet known)
     taken = {f: np.zeros(b, bool) for f in mults}
     done = np.zeros(b, bool)
-    inv_n = 1.0 / n
-    for t in range(cap + 1):
-        Q = AT @ P
+
+    def observe(t, P, Q):  # rows: P after t steps, Q = A^T P
         if not done.all():
             with np.errstate(divide="ignore"):
-                dev = 2.0 * (C * (logc - np.log(np.maximum(Q * scale[:, None], _Q_FLOOR)))).sum(axis=0)
+                dev = 2.0 * (CR * (logc - np.log(np.maximum(Q * scale, _Q_FLOOR)))).sum(axis=1)
             now = ~done & (dev <= target)
-            out[1][:, now] = P[:, now]
+            out[1][now] = P[now]
             steps[now] = t
-            done |= now
+            done[now] = True
             for f in mults:
                 at[f][now] = _stop_steps(t, f, cap)
         for f in mults:
             hit = (at[f] == t) & ~taken[f]
-            out[f][:, hit] = P[:, hit]
+            out[f][hit] = P[hit]
             taken[f] |= hit
-        if t == cap or (done.all() and all(v.all() for v in taken.values())):
-            break
-        R = np.divide(C, Q, out=np.zeros_like(C), where=C > 0)
-        P = P * (A @ R) * inv_n
+        return done.all() and all(v.all() for v in taken.values())
+
+    P = _em_run(A, AT, np.full((b, k), 1.0 / k), CR, cap, 1.0 / n, observe)
     for f, X in out.items():
         left = ~done if f == 1 else ~taken[f]
-        X[:, left] = P[:, left]
-        X /= X.sum(axis=0, keepdims=True)
-    return out, steps
+        X[left] = P[left]
+        X /= X.sum(axis=1, keepdims=True)
+    return {f: X.T for f, X in out.items()}, steps
 
 
 def _logq(AT, P) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._parallel import blocks_for, map_blocks
-from .solvers import _ems_fixed, _ems_map, _least_squares, _squarem, project_simplex
+from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
@@ -45,17 +45,11 @@ def _refit_em_steps(A, AT, C, n, P0, steps):
     """Exactly ``steps`` plain EM steps on ``B`` histograms at once (rows of ``C``), from the rows of ``P0``.
 
     The ``"em steps=t"`` member of ``method="auto"``: the EM map ``p <- p * g(p)``
-    (``solvers._ems_map`` with no smoothing), with no stopping rule (reaching
-    ``t`` is the rule, not a failure).  ``A``, ``AT`` as in :func:`_refit_ems`.
-    Returns ``P``, one row per replicate.
+    (``solvers._em_run``, renormalized each step), with no stopping rule
+    (reaching ``t`` is the rule, not a failure).  ``A``, ``AT`` as in
+    :func:`_refit_ems`.  Returns ``P``, one row per replicate.
     """
-    # column layout as views of the row-major replicates (Fortran order): the FFT products work on
-    # their transposes, which are then contiguous without a copy
-    P = np.array(P0, dtype=float).T
-    CT = np.asarray(C, dtype=float).T
-    for _ in range(steps):
-        P = _ems_map(A, AT, CT, 1.0 / n, P, 0, 0.25)
-    return np.ascontiguousarray(P.T)
+    return _em_run(A, AT, P0, C, steps)
 
 
 def _refit_em(A, AT, C, n, P0, tol, max_iter):

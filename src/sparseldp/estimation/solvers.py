@@ -154,6 +154,34 @@ def _ems_map(A, AT, C, inv_n, P, passes, weight):
     return Pn
 
 
+def _em_run(A, AT, P, C, steps, inv_n=None, observe=None):
+    """Up to ``steps`` plain EM steps ``p <- p * g(p)`` on every row of ``P`` (``b x k``), counts ``C``
+    (``b x m'``, rows); the rows reached.
+
+    ``inv_n`` (``b``) is each row's ``1 / n``; ``None`` renormalizes every step to sum 1 instead (the
+    same in exact arithmetic).  ``observe(t, P, Q)`` (rows, and their outputs ``Q = A^T P`` as rows)
+    is called before each step and after the last, and stops the run when it returns true.  FFT
+    products run the steps fused (``_toeplitz._Conv.em_rows``); other products step by step here.
+    """
+    fused = getattr(A, "em_rows", None)
+    if fused is not None:
+        return fused(P, C, steps, inv_n, observe)
+    # column layout as views of the rows (Fortran order): products on contiguous transposes
+    P = np.array(P, dtype=float).T
+    CT = np.asarray(C, dtype=float).T
+    has = CT > 0
+    for t in range(steps + 1):
+        if t == steps and observe is None:
+            break
+        Q = AT @ P
+        if observe is not None and (observe(t, P.T, Q.T) or t == steps):
+            break
+        R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
+        P = P * (A @ R)
+        P *= inv_n if inv_n is not None else 1.0 / P.sum(axis=0, keepdims=True)
+    return np.ascontiguousarray(P.T)
+
+
 def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter):
     r"""EMS to its fixed point in every column of ``C`` (counts, ``m' x b``), from the columns of ``P``.
 
