@@ -223,6 +223,23 @@ def test_em_on_fft_products_reports_the_exact_certificate(fft_on):
     assert est.converged and est.gap <= 1e-2 and _loglik_gap_holds(model, rc, est)
 
 
+def test_em_on_fft_products_computes_the_exact_certificate_once(monkeypatch, fft_on):
+    # the exact certificate that decides convergence after the FFT run is the one reported
+    from sparseldp.estimation import estimate_frequencies_full, frequencies
+
+    real = frequencies._certificate
+    gaps = []
+
+    def counted(*args):
+        gaps.append(real(*args))
+        return gaps[-1]
+
+    monkeypatch.setattr(frequencies, "_certificate", counted)
+    mech, k, model, rc = _fft_counts()
+    est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em", tol=1e-2)
+    assert gaps == [est.gap]
+
+
 def test_em_finishes_on_exact_products_when_the_fft_run_falls_short(monkeypatch, fft_on):
     # if the run on FFT products stops with an exact certificate above tol (rounding), EM and Newton
     # continue on the exact products from there

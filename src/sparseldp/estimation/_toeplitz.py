@@ -86,7 +86,10 @@ class _Conv:
         self.i_mid = np.flatnonzero(~at_edge)
         self.mid = obs[self.i_mid]
         cols = obs[self.i_edge]
-        E = sp.csc_array(S)[:, cols] if sp.issparse(S) else sp.csc_array(S[:, cols])
+        # an end output sees only the s - 1 values at its end: read those rows, not all of S
+        near = np.unique(np.r_[np.arange(min(self.s - 1, k)), np.arange(max(k - self.s + 1, 0), k)])
+        part = sp.coo_array(sp.csc_array(S[near])[:, cols])
+        E = sp.coo_array((part.data, (near[part.row], part.col)), shape=(k, cols.size))
         self.E = sp.csr_array(E)
         self.ET = sp.csr_array(E.T)
         # contiguous runs as slices (every output observed: the bootstrap), else index arrays

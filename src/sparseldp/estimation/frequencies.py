@@ -136,8 +136,10 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
         p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense, fast)
         p = np.maximum(p, 0.0)
         p /= p.sum()
+        exact = False  # whether em_gap is the exact certificate at p itself (then _result reuses it)
         if fast is not None:
             em_gap = _exact_gap(A, AT, c, n_f, p)
+            exact = True
             converged = em_gap <= tol
             if not converged and evals < max_iter:
                 start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros (p sums to 1: so does start)
@@ -146,6 +148,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
                 evals, newton_steps = evals + more, newton_steps + steps
                 p = np.maximum(p, 0.0)
                 p /= p.sum()
+                exact = False  # its gap is one at some iterate, not necessarily this p's exact one
         if not converged:
             warnings.warn(
                 f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
@@ -167,7 +170,8 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     else:
         p = project_simplex(_least_squares(model, c_all / n_f))
         evals, newton_steps, converged, em_gap = 0, 0, True, math.inf
-    return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps)
+    return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps,
+                   method == "em" and exact and math.isfinite(em_gap))
 
 
 def _certificate(A, c, q, n_f: float) -> float:
@@ -184,8 +188,11 @@ def _exact_gap(A, AT, c, n_f: float, p) -> float:
 
 
 def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged: bool, em_gap: float,
-            newton_steps: int) -> FrequencyEstimate:
-    """The :class:`FrequencyEstimate` of ``p``: log-likelihood and certified gap on the observed outputs."""
+            newton_steps: int, certified: bool = False) -> FrequencyEstimate:
+    """The :class:`FrequencyEstimate` of ``p``: log-likelihood and certified gap on the observed outputs.
+
+    ``certified``: ``em_gap`` is already the exact certificate at ``p`` itself (``_exact_gap``), so it
+    is not computed again."""
     n_f = float(c.sum())
     n = int(round(n_f))
     shift = float(c @ model.log_cs[obs])
@@ -194,7 +201,7 @@ def _result(model: _Model, obs, A, AT, c, p, method: str, evals: int, converged:
         if np.all(q > 0):
             ll = float(c @ np.log(q)) + shift
             # two valid certificates: the one EM stopped on (EM is monotone) and this one
-            gap = min(em_gap, _certificate(A, c, q, n_f))
+            gap = em_gap if certified else min(em_gap, _certificate(A, c, q, n_f))
         else:
             ll, gap = -math.inf, math.inf
     p.setflags(write=False)
