@@ -346,8 +346,12 @@ def test_interpolated_quantile_interval_is_an_ordinary_bootstrap_interval(est):
     assert hi - lo <= vhi - vlo + 1.0 and est.values[0] - 0.5 <= lo <= hi <= est.values[-1] + 0.5
 
 
-def test_unconverged_mle_refits_warn_with_their_certified_gaps():
+def test_unconverged_mle_refits_warn_with_their_certified_gaps(monkeypatch):
     # the method forwards the refits' stopping rule; a cap too small to converge says how far they are
+    # (with the Newton finish of small channels off: it would certify them)
+    from sparseldp.estimation import refits
+
+    monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)
     e = _estimate(20_000, "em")
     with pytest.warns(RuntimeWarning, match=r"12 of 12 bootstrap refits stopped at max_iter = 2 before tol = 0\.5 "
                                             r"\(certified log-likelihood gaps of those: median [0-9.e+]+, largest "
@@ -359,6 +363,34 @@ def test_unconverged_mle_refits_warn_with_their_certified_gaps():
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         assert e.bootstrap(MECH, B=12, rng=0, tol=5.0).converged == 12
+
+
+def test_small_channel_mle_refits_are_finished_by_newton(monkeypatch):
+    # on a small channel EM runs a short while (refits._REFIT_EM_FIRST evaluations) and Newton
+    # certifies the refits it left above tol, to the same replicates as EM alone run to convergence
+    # (both within tol = 0.5 nats of each replicate's maximum)
+    import warnings
+
+    from sparseldp.estimation import refits
+
+    real, calls = refits._newton, []
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(refits, "_newton", counted)
+    e = _estimate(20_000, "em")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bs = e.bootstrap(MECH, B=12, rng=0)
+    used = len(calls)
+    assert bs.converged == 12 and used >= 1
+    monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)
+    em_only = e.bootstrap(MECH, B=12, rng=0, max_iter=100_000)
+    assert em_only.converged == 12 and len(calls) == used  # no Newton when it is off
+    means, em_means = bs.distribution("mean"), em_only.distribution("mean")
+    assert np.abs(means - em_means).max() <= 0.05 * means.std()
 
 
 # -- bootstrap refits in threads ------------------------------------------------------------
