@@ -208,18 +208,44 @@ def meets(d, key):
     return tv <= 1.15 * btv + 0.002 and w1 <= 1.15 * bw1 + 0.002
 
 
-def rule_auto(d):
-    """auto's rule: one SE, with the MLE left off once the EM path turns down (auto._turned_down)."""
+def _on_path(d):
+    """The record as auto's selection sees it: the MLE left off once the EM path turns down."""
     from sparseldp.estimation.auto import _turned_down
 
     if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):
         d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0)}}
-    return rule_se(d, 1)
+    return d
+
+
+def rule_one_se(d):
+    """One SE, with the MLE left off once the EM path turns down (auto._turned_down): auto before the
+    stability switch."""
+    return rule_se(_on_path(d), 1)
+
+
+def rule_auto(d, ratio=None):
+    """auto's rule (auto._choose with the fold spreads): one SE, the MLE left off once the EM path turns
+    down, and the MLE instead of the one-SE choice when it is within one SE too and its fold spread is
+    at most ``ratio`` (default auto._STABLE_RATIO) times the choice's."""
+    from sparseldp.estimation import auto
+
+    d = _on_path(d)
+    spreads = {key: auto._fold_spread(P) for key, P in d["folds"].items() if key in d["scores"]}
+    if ratio is None:
+        return auto._choose(d["scores"], d["H"], spreads=spreads)
+    before = auto._STABLE_RATIO
+    auto._STABLE_RATIO = ratio
+    try:
+        return auto._choose(d["scores"], d["H"], spreads=spreads)
+    finally:
+        auto._STABLE_RATIO = before
 
 
 RULES = {
     "oracle": lambda d: next((key for key in _keys(d) if meets(d, key)), _keys(d)[0]),
-    "1 SE, MLE off once the path turns down (auto)": rule_auto,
+    "1 SE, MLE off once the path turns down": rule_one_se,
+    **{f"the same, MLE if as stable (ratio {r:g})": (lambda d, r=r: rule_auto(d, r)) for r in (1, 1.1, 1.5, 2)},
+    "the same, MLE if as stable (ratio 1.25: auto)": rule_auto,
     **{f"{c:g} SE": (lambda d, c=c: rule_se(d, c)) for c in (0, 0.5, 1, 1.5, 2)},
     **{f"forward {c:g}": (lambda d, c=c: rule_forward(d, c)) for c in (0.5, 1, 2)},
     **{f"balancing {kp:g}": (lambda d, kp=kp: rule_balancing(d, kp)) for kp in (1, 1.5, 2, 3)},

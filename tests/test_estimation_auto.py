@@ -62,6 +62,40 @@ def test_point_mass_gets_little_smoothing():
     assert _tv(est.p, truth) < 0.1
 
 
+def test_choose_takes_the_mle_when_it_is_within_one_se_and_as_stable():
+    from sparseldp.estimation.auto import _STABLE_RATIO, _choose
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(50, _FOLDS))
+    H = np.full((50, _FOLDS), 20.0)
+    wobble = rng.normal(size=base.shape)
+    scores = {("ems", 0.25): base - 1.0,  # far below: outside one SE
+              ("stop", 1): base,  # the best (ties go to the more regularized)
+              ("mle", 0): base + 1e-3 * (wobble - wobble.mean())}  # the same total: within one SE
+    stop, mle = ("stop", 1), ("mle", 0)
+    assert _choose(scores, H) == stop  # no spreads: the one-SE rule alone
+    assert _choose(scores, H, spreads={stop: 0.1, mle: 0.1 * _STABLE_RATIO}) == mle
+    assert _choose(scores, H, spreads={stop: 0.1, mle: 0.101 * _STABLE_RATIO}) == stop
+    # an MLE outside one SE is never taken, however stable
+    scores[mle] = base - 0.5
+    assert _choose(scores, H, spreads={stop: 0.1, mle: 0.0}) == stop
+
+
+def test_point_mass_takes_the_mle_when_regularization_buys_no_stability(monkeypatch):
+    # on this draw the one-SE rule stops EM after 848 steps (TV 0.10); the MLE is within one SE and
+    # no less stable over the folds, and is the point mass to TV 0.02
+    from sparseldp.estimation import auto
+
+    pop = np.zeros(K)
+    pop[17] = 1.0
+    y, truth = _reports(pop, 20_000, 5)
+    est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    monkeypatch.setattr(auto, "_STABLE_RATIO", 0.0)
+    one_se = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    assert est.regularization == "em mle" and one_se.regularization.startswith("em steps=")
+    assert _tv(est.p, truth) < 0.5 * _tv(one_se.p, truth)
+
+
 def test_smooth_truth_gets_regularized():
     y, truth = _reports(_smooth_pop(), 20_000, 3)
     auto = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
@@ -114,7 +148,7 @@ def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, sha
     else:
         pop = (x == 66).astype(float)
     model, c = _counts(SparseLaplace(lam=0.2, s=137), k, pop / pop.sum(), 10**5, 1)
-    scores, H, _ = auto._select(model, c, 2_000)
+    scores, H, _, _ = auto._select(model, c, 2_000)
     assert (("mle", 0) not in scores) == turned
     assert set(scores) >= {key for key in auto._PATH if key != ("mle", 0)}
     monkeypatch.setattr(auto, "_TURN_SE", np.inf)

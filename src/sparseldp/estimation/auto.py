@@ -115,6 +115,9 @@ _STOP_CAP = 20_000
 _SELECT_TOL = 1e-6
 # Slack, in standard errors of the held-out difference, granted to a more regularized member.
 _SE_FACTOR = 1.0
+# The MLE replaces the one-SE choice when it is within one SE of the best too and its fold spread is at
+# most this many times the choice's: regularization that buys no stability only adds bias (module docstring).
+_STABLE_RATIO = 1.25
 # Floor on the (column-scaled) held-out output probability.
 _Q_FLOOR = 1e-300
 # The MLE is left off the selection when the held-out log-likelihood falls from 4 to 8 times the
@@ -282,7 +285,8 @@ def _path_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
 
 
 def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
-    """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals.
+    """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals,
+    and each member's fold spread (:func:`_fold_spread`).
 
     The MLE is fit (and scored) only where it is on the path and the EM path has not turned down
     (:func:`_turned_down`, on the scores already computed; module docstring)."""
@@ -295,8 +299,17 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
     if _with_mle(model) and not _turned_down(scores, H):
         M, e, EAT = _mle_fits(model, obs, C, max_iter)
         scores.update(_scores({("mle", 0): M}, AT, EAT))
+        fits[("mle", 0)] = M
         evals += e
-    return scores, H, evals
+    return scores, H, evals, {key: _fold_spread(P) for key, P in fits.items()}
+
+
+def _fold_spread(P: np.ndarray) -> float:
+    """Mean total-variation distance between the fits of one member on the training folds (columns of
+    ``P``, each renormalized): how much the member moves when a fifth of the reports is swapped."""
+    P = P / P.sum(axis=0, keepdims=True)
+    b = P.shape[1]
+    return float(np.mean([0.5 * np.abs(P[:, i] - P[:, j]).sum() for i in range(b) for j in range(i + 1, b)]))
 
 
 def _scores(fits: dict, AT, EAT) -> dict:
@@ -308,22 +321,31 @@ def _scores(fits: dict, AT, EAT) -> dict:
     return scores
 
 
-def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR):
-    """The most regularized member (in :data:`_PATH` order) within ``se_factor`` standard errors of the best.
+def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads: dict | None = None):
+    """The most regularized member (in :data:`_PATH` order) within ``se_factor`` standard errors of the best;
+    the MLE instead when it is within them too and no less stable (``spreads``, module docstring).
 
     ``se_factor = 0`` is the plain maximum of the held-out log-likelihood.  The
     standard error of member ``a``'s difference to the best is computed over
     the held-out reports: each contributes ``log q_a(y) - log q_best(y)`` under
-    its fold's fits, so ``se^2 = sum H D^2 - (sum H D)^2 / n``.
+    its fold's fits, so ``se^2 = sum H D^2 - (sum H D)^2 / n``.  With ``spreads``
+    (:func:`_fold_spread` of each member), the MLE replaces that member when it
+    is itself within ``se_factor`` standard errors of the best and its spread is
+    at most :data:`_STABLE_RATIO` times the member's.
     """
     keys = [key for key in _PATH if key in scores]
     total = {key: float((H * scores[key]).sum()) for key in keys}
     best = max(keys, key=lambda key: (total[key], -keys.index(key)))
+    within = []
     for key in keys:
         diff, se = _diff_se(scores, key, best, H)
         if diff >= -se_factor * se:
-            return key
-    return best  # unreachable: best itself has diff 0
+            within.append(key)
+    choice = within[0]  # best itself is within (difference 0)
+    mle = ("mle", 0)
+    if spreads is not None and mle in within and choice != mle and spreads[mle] <= _STABLE_RATIO * spreads[choice]:
+        return mle
+    return choice
 
 
 def _describe(choice, steps: int = 0) -> str:
@@ -339,8 +361,8 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         choice = ("mle", 0)  # too few reports to hold any out
         sel_evals = 0
     else:
-        scores, H, sel_evals = _select(model, c_all, max_iter)
-        choice = _choose(scores, H)
+        scores, H, sel_evals, spreads = _select(model, c_all, max_iter)
+        choice = _choose(scores, H, spreads=spreads)
     kind, w = choice
     steps = 0
     if kind == "ems":
