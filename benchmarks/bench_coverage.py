@@ -12,7 +12,8 @@ Each repetition draws the true values from the population (seeded), privatizes
 them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bootstraps with B = 200
 replicates, and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
-default, and interpolated by the grouped-data rule) and P(30 <= X <= 50).  The three
+default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
+variance and the CDF at 60.  The three
 interval kinds are scored ("hull" = the smallest interval holding the next two,
 the default; "basic" = reflected percentiles; "percentile").
 Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
@@ -45,7 +46,7 @@ REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FUL
 SHAPES = ("smooth", "bimodal", "spiky")
 STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}),
          ("median-interp", {"q": 0.5, "method": "interpolated"}),
-         ("p90-interp", {"q": 0.9, "method": "interpolated"}))
+         ("p90-interp", {"q": 0.9, "method": "interpolated"}), ("var", {}), ("cdf60", {"x": 60}))
 
 
 def population(shape: str) -> np.ndarray:
@@ -67,7 +68,8 @@ def _truth(p):
     return {"mean": stats.mean(p, v), "median": stats.quantile(p, 0.5, v), "p90": stats.quantile(p, 0.9, v),
             "range30-50": stats.range_prob(p, 30, 50, v),
             "median-interp": stats.quantile(p, 0.5, v, method="interpolated"),
-            "p90-interp": stats.quantile(p, 0.9, v, method="interpolated")}
+            "p90-interp": stats.quantile(p, 0.9, v, method="interpolated"),
+            "var": stats.var(p, v), "cdf60": stats.cdf(p, 60, v)}
 
 
 def coverage(method: str, shape: str, reps: int, seed: int = 2026):
@@ -93,7 +95,8 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
             bs = bootstrap(est, mech, B=B, rng=gen)
             times.append(time.perf_counter() - t0)
         for name, kw in STATS:
-            stat = "mean" if name == "mean" else "range" if name.startswith("range") else "quantile"
+            stat = name if name in ("mean", "var") else "cdf" if name.startswith("cdf") else \
+                "range" if name.startswith("range") else "quantile"
             for kind in ("hull", "basic", "percentile"):
                 lo, hi = bs.interval(stat, 0.95, kind=kind, **kw)
                 res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
