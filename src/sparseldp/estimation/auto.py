@@ -190,7 +190,11 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
     taken = {f: np.zeros(b, bool) for f in mults}
     done = np.zeros(b, bool)
 
+    wait = [0]  # nothing to do before this step (set once every stop is known)
+
     def observe(t, P, Q):  # rows: P after t steps, Q = A^T P
+        if t < wait[0]:
+            return False
         if not done.all():
             with np.errstate(divide="ignore"):
                 dev = 2.0 * (CR * (logc - np.log(np.maximum(Q * scale, _Q_FLOOR)))).sum(axis=1)
@@ -204,7 +208,10 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
             hit = (at[f] == t) & ~taken[f]
             out[f][hit] = P[hit]
             taken[f] |= hit
-        return done.all() and all(v.all() for v in taken.values())
+        finished = done.all() and all(v.all() for v in taken.values())
+        if done.all() and not finished:  # the next step at which a multiple is taken
+            wait[0] = min(int(at[f][~taken[f]].min()) for f in mults if not taken[f].all())
+        return finished
 
     P = _em_run(A, AT, np.full((b, k), 1.0 / k), CR, cap, 1.0 / n, observe)
     for f, X in out.items():
