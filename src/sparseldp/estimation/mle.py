@@ -210,7 +210,7 @@ def _newton_cost(A, dense: bool) -> float:
     """
     k = A.shape[0]
     if dense:
-        return (k**3 / 3.0 + 2.0 * k * k * A.shape[1]) / min(10.0, max(1.0, k * A.shape[1] / 20_000.0))
+        return _dense_newton_cost(k, A.shape[1])
     coo = sp.coo_array(A)
     if coo.nnz == 0:
         return 0.0
@@ -223,6 +223,11 @@ def _newton_cost(A, dense: bool) -> float:
     reach = np.searchsorted(lo[order], hi[order], side="right") - np.arange(k)
     bw = float(max(1, reach.max()))
     return k * bw * bw + 2.0 * coo.nnz * bw
+
+
+def _dense_newton_cost(k: int, m: int) -> float:
+    """:func:`_newton_cost` of a dense ``k x m`` channel."""
+    return (k**3 / 3.0 + 2.0 * k * k * m) / min(10.0, max(1.0, k * m / 20_000.0))
 
 
 def _band_of(FA):

@@ -16,19 +16,22 @@ from __future__ import annotations
 import numpy as np
 
 from ._parallel import blocks_for, map_blocks
-from .mle import _NEWTON_STEPS, _newton, _newton_cost
+from .mle import _NEWTON_STEPS, _dense_newton_cost, _newton
 from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
 # bootstrap spread they feed (statistical TV error ~1e-2 at n = 10^5).
 _REFIT_TOL = {"em": 0.5, "ems": 1e-6}
-# Replicate MLE refits on channels whose Newton step costs at most this (mle._newton_cost, in flops:
-# about k = 300 values with dense rows) run EM for at most _REFIT_EM_FIRST evaluations, and Newton
-# finishes the columns left above tol.  Measured (100 values, a window of 137, a spiky MLE, B = 200):
-# EM alone to 2,000 evaluations, 2.3 s with 89 refits short of tol; 100 EM evaluations + Newton,
-# 1.5 s, every refit certified.
-_REFIT_NEWTON_COST = 2e7
+# Replicate MLE refits on channels whose dense Newton step costs at most this (mle._dense_newton_cost,
+# in flops: about 200 values) run EM for at most _REFIT_EM_FIRST evaluations, and Newton (dense, sparse
+# channels converted) finishes the columns left above tol.  Measured (four atoms over a floor, a window
+# of 137, B = 200, one BLAS thread): 60 / 100 / 150 / 200 values, 0.60 / 1.35 / 2.62 / 4.83 s with every
+# refit certified against 1.08 / 2.10 / 3.14 / 4.71 s with 28 / 75 / 80 / 105 refits short of tol at
+# 2,000 EM evaluations; a sparse channel (window 31, three atoms) of 100 / 200 values, 1.35 / 4.63 s
+# against 2.93 / 4.13 s.  Beyond the bound it loses: 300 values (window 201) 11.3 s against 6.9 s;
+# sparse Newton (sparse LU per step) on 300 and 1,000 values was twice as slow as EM alone.
+_REFIT_NEWTON_COST = 1e7
 _REFIT_EM_FIRST = 100
 # EM cannot revive a value that has mass exactly 0 (multiplicative update), and the MLE has many;
 # replicate fits start from (1 - w) p_hat + w / k so that every value can move.
@@ -170,9 +173,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
     dense = isinstance(A, np.ndarray)
-    exact = model.columns(np.arange(model.m)) if model.k ** 3 <= 3 * _REFIT_NEWTON_COST else None
-    newton = exact is not None and _newton_cost(exact[0], model.dense) <= _REFIT_NEWTON_COST
-    budget = min(max_iter, _REFIT_EM_FIRST) if newton else max_iter
+    exact = _dense_exact(model)
+    budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
 
     def em(cols, P0, evals):
         parts = map_blocks(lambda r: _refit_em(A, AT, np.ascontiguousarray(CT[:, cols[r]]), float(n),
@@ -181,9 +183,9 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
                 np.concatenate([part[2] for part in parts]))
 
     P, conv, gaps = em(np.arange(B), np.repeat(start[:, None], B, axis=1), budget)
-    if newton:
+    if exact is not None:
         # small channels: EM's slow tail (sublinear where the MLE has zeros) left to Newton, column by column
-        _newton_finish(exact, model.dense, CT, float(n), P, conv, gaps, tol)
+        _newton_finish(exact, CT, float(n), P, conv, gaps, tol)
         left = np.flatnonzero(~conv)
         if left.size and max_iter > budget:  # Newton failed: EM gets the rest of the budget from there
             P0 = np.maximum(P[:, left], 0.0) + 1e-12
@@ -192,14 +194,22 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     return P / P.sum(axis=1, keepdims=True), conv, gaps
 
 
-def _newton_finish(exact, dense, CT, n, P, conv, gaps, tol):
-    """Newton (``mle._newton``, exact products) from every column of ``P`` that EM left above ``tol``;
-    ``P``, ``conv``, ``gaps`` updated in place where Newton certified a smaller gap."""
+def _dense_exact(model):
+    """The exact products on all outputs as dense arrays when a dense Newton step costs at most
+    :data:`_REFIT_NEWTON_COST` (``mle._dense_newton_cost``), else ``None``."""
+    if _dense_newton_cost(model.k, model.m) > _REFIT_NEWTON_COST:
+        return None
+    A, AT = model.columns(np.arange(model.m))
+    return (A, AT) if model.dense else (A.toarray(), AT.toarray())
+
+
+def _newton_finish(exact, CT, n, P, conv, gaps, tol):
+    """Newton (``mle._newton`` on the dense exact products) from every column of ``P`` that EM left
+    above ``tol``; ``P``, ``conv``, ``gaps`` updated in place where Newton certified a smaller gap."""
     A, AT = exact
     for j in np.flatnonzero(~conv):
         nz = np.flatnonzero(CT[:, j] > 0)
-        Aj, ATj = (A[:, nz], AT[nz]) if dense else (A[:, nz].tocsr(), AT[nz].tocsr())
         p0 = np.maximum(P[:, j], 0.0)
-        p, _, ok, gap = _newton(Aj, ATj, CT[nz, j], n, p0 / p0.sum(), gaps[j], tol, _NEWTON_STEPS, dense)
+        p, _, ok, gap = _newton(A[:, nz], AT[nz], CT[nz, j], n, p0 / p0.sum(), gaps[j], tol, _NEWTON_STEPS, True)
         if gap < gaps[j]:
             P[:, j], conv[j], gaps[j] = p, ok, gap
