@@ -336,3 +336,38 @@ def test_bootstrap_mle_refits_use_the_fft_products(monkeypatch, fft_on):
     assert seen[-1] != "_ConvA"
     width = exact[1] - exact[0]
     assert abs(fast[0] - exact[0]) < 1e-3 * width and abs(fast[1] - exact[1]) < 1e-3 * width
+
+
+def test_small_channels_run_blas_in_one_thread(monkeypatch):
+    # a threaded BLAS on a 100 x 236 product costs more than it gains (far more when another process
+    # holds a core): the fits and the bootstrap of small channels limit it to one thread
+    import threadpoolctl
+
+    from sparseldp.estimation import _parallel, estimate_frequencies, frequencies, intervals
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    assert before  # numpy's BLAS is loaded
+    with _parallel.small_blas(100, 236):
+        assert blas_threads() == [1] * len(before)
+    with _parallel.small_blas(1000, 1700):  # a large channel keeps its threads
+        assert blas_threads() == before
+    assert blas_threads() == before
+    seen = []
+
+    def recording(k, m):
+        seen.append((k, m))
+        return _parallel.small_blas(k, m)
+
+    monkeypatch.setattr(frequencies, "small_blas", recording)
+    monkeypatch.setattr(intervals, "small_blas", recording)
+    mech, k = SparseLaplace(lam=0.3, s=31), 60
+    rng = np.random.default_rng(3)
+    from sparseldp.sampling import sample
+
+    y = sample(mech, rng.integers(0, k, 5_000), rng=rng)
+    est = estimate_frequencies(y, mech, domain=(0, k - 1), return_info=True)
+    est.bootstrap(mech, B=4, rng=0)
+    assert seen == [(k, k + 30), (k, k + 30)]

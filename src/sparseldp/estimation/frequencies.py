@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_bool, check_int, check_positive
+from ._parallel import small_blas
 from .auto import _fit_auto
 from .model import _Model, _model
 from .intervals import bootstrap, statistic
@@ -231,11 +232,12 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto",
     counts = check_bool(counts, "counts")
     model = _model(mechanism, domain)
     c_all = model.counts_of(reports, counts)
-    if method == "auto":
-        if float(c_all.sum()) == 0:
-            raise ValueError("reports must contain at least one report; got none")
-        return _fit_auto(model, c_all, max_iter, _fit, _result)[0]
-    return _fit(model, c_all, method, tol, max_iter, smooth)
+    with small_blas(model.k, model.m):
+        if method == "auto":
+            if float(c_all.sum()) == 0:
+                raise ValueError("reports must contain at least one report; got none")
+            return _fit_auto(model, c_all, max_iter, _fit, _result)[0]
+        return _fit(model, c_all, method, tol, max_iter, smooth)
 
 
 def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=None, max_iter=50_000,

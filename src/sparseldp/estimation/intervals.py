@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int, check_probability
+from ._parallel import small_blas
 from .model import _model
 from .refits import _REFIT_TOL, _refit_replicates
 from .solvers import METHODS, _METHODS_TEXT, _check_smooth
@@ -350,7 +351,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
     C = gen.multinomial(n, q_hat, size=B).astype(float)
-    P, conv, gaps = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter)
+    with small_blas(model.k, model.m):
+        P, conv, gaps = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter)
     if method == "em-steps":
         method = "em"
     n_conv = int(conv.sum())
