@@ -39,6 +39,10 @@ def test_fft_products_match_the_sparse_channel(mech, k, subset):
     A, AT = model.columns(obs)
     FA, FAT = model.fast_columns(obs)
     assert isinstance(FA, _toeplitz._ConvA)
+    # end outputs with a moderate column scale go through the FFT (times the scale), the rest exactly
+    f_mid = FA._c.f_mid
+    assert f_mid is not None and f_mid.max() > 2.0 and f_mid.max() <= _toeplitz._EDGE_SCALE
+    assert FA._c.i_edge.size > 0 or mech.s > k  # the wide Gaussian's ends all have scales below the bound
     P = rng.dirichlet(np.full(k, 0.3), size=3).T
     R = rng.random((obs.size, 3)) * 1e4
     for X, Y in ((AT @ P, FAT @ P), (A @ R, FA @ R)):

@@ -21,7 +21,13 @@ Column scaling as in :class:`~sparseldp.estimation.model._Model`:
 ``w_rel = w / max w`` and ``f_j = max w / max_x' w(j - x') >= 1`` (``f_j > 1``
 only on the ``s - 1`` outputs at each end).  The operators below apply
 exactly this ``S`` (restricted to the observed outputs ``obs``), so they are
-drop-in replacements for ``model.columns(obs)`` in every EM-type iteration.
+drop-in replacements for ``model.columns(obs)`` in every EM-type iteration:
+the FFT products times ``f_j`` where ``f_j <=`` :data:`_EDGE_SCALE` (their
+roundoff grows with ``f_j``), the exact sparse columns at the far ends.
+Measured (a Gaussian window of 701 on 1,000 values, where the ends are 1,400
+of the 1,700 outputs): ``auto`` 16.4-18.3 s against 21.2 s with every end
+output exact, its bootstrap (B = 200) 14.8-15.1 s against 17.3 s, the same
+estimate and intervals to 1e-12.
 
 Accuracy (which way it errs).  A floating-point FFT convolution of
 nonnegative vectors errs by about ``log2(L)`` units of roundoff *relative to
@@ -48,6 +54,9 @@ import scipy.sparse as sp
 _PARALLEL_ROWS = 8
 # Entries of a convolution below this share of the column's largest entry are raised to it.
 _REL_FLOOR = 1e-13
+# End outputs whose column scale f_j is at most this go through the FFT too (times f_j): their entries
+# err by at most f_j times the FFT's roundoff relative to the column's largest entry; beyond, exact.
+_EDGE_SCALE = 100.0
 # Use the FFT products when the window has at least this many entries ...
 _MIN_WINDOW = 24
 # ... and the channel at least this many stored entries (below, sparse products are as fast).
@@ -72,7 +81,7 @@ def one_fft_thread():
 class _Conv:
     """Shared FFT state: the window's spectrum, the observed outputs, the exact edge columns."""
 
-    def __init__(self, w_rel: np.ndarray, k: int, edge: np.ndarray, obs: np.ndarray, S):
+    def __init__(self, w_rel: np.ndarray, k: int, f: np.ndarray, obs: np.ndarray, S):
         self.k = k
         self.s = w_rel.size
         self.m = k + self.s - 1
@@ -81,10 +90,12 @@ class _Conv:
         self.W = sfft.rfft(w_rel, self.L)
         self.Wc = np.conj(self.W)
         self.obs = obs
-        at_edge = edge[obs]
+        at_edge = f[obs] > _EDGE_SCALE  # the ends whose scale f_j is too large for the FFT's roundoff
         self.i_edge = np.flatnonzero(at_edge)  # positions in obs of the end columns (exact, sparse)
         self.i_mid = np.flatnonzero(~at_edge)
         self.mid = obs[self.i_mid]
+        f_mid = f[self.mid]
+        self.f_mid = None if np.all(f_mid == 1.0) else f_mid  # the column scales of the FFT outputs
         cols = obs[self.i_edge]
         # an end output sees only the s - 1 values at its end: read those rows, not all of S
         near = np.unique(np.r_[np.arange(min(self.s - 1, k)), np.arange(max(k - self.s + 1, 0), k)])
@@ -113,6 +124,8 @@ class _Conv:
             np.maximum(Z[:, self.mid_ix], floor, out=out[:, self.i_mid_ix])
         else:
             out[:, self.i_mid_ix] = np.maximum(Z[:, self.mid_ix], floor)
+        if self.f_mid is not None:
+            out[:, self.i_mid_ix] *= self.f_mid
         if self.i_edge.size:
             out[:, self.i_edge] = (self.ET @ X.T).T
         return out[0] if one else out.T
@@ -123,6 +136,8 @@ class _Conv:
         X = R[None, :] if one else np.ascontiguousarray(R.T)
         full = np.zeros((X.shape[0], self.m))
         full[:, self.mid_ix] = X[:, self.i_mid_ix]
+        if self.f_mid is not None:
+            full[:, self.mid_ix] *= self.f_mid
         Z = self._fft(full, self.Wc, self.k)
         np.maximum(Z, 0.0, out=Z)
         if self.i_edge.size:
@@ -176,6 +191,8 @@ class _Conv:
             floor = _REL_FLOOR * Z[:, :m].max(axis=1, keepdims=True)
             Qm = Z[:, self.mid_ix]
             np.maximum(Qm, floor, out=Qm)
+            if self.f_mid is not None:
+                Qm *= self.f_mid
             if edges:
                 Qe = (ET @ p[:, rows].T).T
             if observe is not None:
@@ -185,6 +202,8 @@ class _Conv:
                 if observe(t, p, Q) or t == steps:
                     break
             np.divide(Cm, Qm, out=Rm, where=has_m)
+            if self.f_mid is not None:
+                Rm *= self.f_mid
             if not mid_slice:
                 xr[:, self.mid] = Rm
             if edges:
@@ -218,7 +237,7 @@ class _Conv:
                 U[d, d:] = w_rel[d:] * w_rel[: s - d]
             self._U = np.conj(sfft.rfft(U, self.L, axis=1))
         full = np.zeros(self.m)
-        full[self.mid] = w[self.i_mid]
+        full[self.mid] = w[self.i_mid] if self.f_mid is None else w[self.i_mid] * self.f_mid ** 2
         Z = sfft.irfft(self._U * sfft.rfft(full, self.L)[None, :], self.L, axis=1)[:, :k]
         ab = np.zeros((s, k))
         for d in range(min(s, k)):
@@ -291,6 +310,7 @@ def fft_pair(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs: np.
         return None
     top = float(log_window.max())
     w_rel = np.exp(log_window - top)
-    edge = np.asarray(log_cs, dtype=float) < top  # the s - 1 outputs at each end (f_j > 1)
-    conv = _Conv(w_rel, k, edge, np.asarray(obs, dtype=np.int64), S)
+    with np.errstate(over="ignore"):  # inf: an end column far below the window's peak (exact, sparse)
+        f = np.exp(top - np.asarray(log_cs, dtype=float))  # the column scales: > 1 on the s - 1 outputs at each end
+    conv = _Conv(w_rel, k, f, np.asarray(obs, dtype=np.int64), S)
     return _ConvA(conv), _ConvAT(conv)
