@@ -318,7 +318,7 @@ def test_core_imports_with_numpy_and_scipy_alone():
 
     code = (
         "import sys\n"
-        "for m in ['matplotlib', 'pyarrow', 'typer', 'rich', 'mpmath', 'dp_accounting', 'opendp']:\n"
+        "for m in ['matplotlib', 'pyarrow', 'typer', 'rich', 'mpmath', 'dp_accounting', 'opendp', 'threadpoolctl']:\n"
         "    sys.modules[m] = None\n"
         "import numpy as np, sparseldp\n"
         "import sparseldp.sampling, sparseldp.core.bounds, sparseldp.channel, sparseldp.estimation\n"
@@ -326,6 +326,10 @@ def test_core_imports_with_numpy_and_scipy_alone():
         "m = sparseldp.SparseLaplace(lam=1, s=5)\n"
         "assert m.sample(np.arange(5)).shape == (5,)\n"
         "assert m.certify(1.0, 2).delta_star_upper >= m.delta_star(1.0, 2)\n"
+        "from sparseldp.estimation import estimate_frequencies\n"
+        "y = m.sample(np.repeat(np.arange(20), 50), rng=0)\n"
+        "est = estimate_frequencies(y, m, domain=(0, 19), return_info=True)\n"
+        "assert est.bootstrap(m, B=4, rng=0).B == 4\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
