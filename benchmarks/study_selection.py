@@ -258,14 +258,7 @@ def rule_auto(d, ratio=None):
 
     d = _on_path(d)
     spreads = {key: auto._fold_spread(P) for key, P in d["folds"].items() if key in d["scores"]}
-    if ratio is None:
-        return auto._choose(d["scores"], d["H"], spreads=spreads)
-    before = auto._STABLE_RATIO
-    auto._STABLE_RATIO = ratio
-    try:
-        return auto._choose(d["scores"], d["H"], spreads=spreads)
-    finally:
-        auto._STABLE_RATIO = before
+    return auto._choose(d["scores"], d["H"], spreads=spreads, stable_ratio=ratio)
 
 
 RULES = {

@@ -100,15 +100,23 @@ class _Conv:
         # an end output sees only the s - 1 values at its end: read those rows, not all of S
         near = np.unique(np.r_[np.arange(min(self.s - 1, k)), np.arange(max(k - self.s + 1, 0), k)])
         part = sp.coo_array(sp.csc_array(S[near])[:, cols])
-        E = sp.coo_array((part.data, (near[part.row], part.col)), shape=(k, cols.size))
+        # the exact end columns on the values that reach them: E is len(edge_rows) x len(cols)
+        used = np.unique(part.row)
+        self.edge_rows = near[used]
+        E = sp.coo_array((part.data, (np.searchsorted(used, part.row), part.col)), shape=(used.size, cols.size))
         self.E = sp.csr_array(E)
         self.ET = sp.csr_array(E.T)
         # contiguous runs as slices (every output observed: the bootstrap), else index arrays
         self.mid_ix = _as_slice(self.mid)
         self.i_mid_ix = _as_slice(self.i_mid)
 
+    @staticmethod
+    def _workers(rows: int) -> int:
+        """FFT threads for a batch of ``rows``: two for a large batch, one inside :func:`one_fft_thread`."""
+        return 2 if rows >= _PARALLEL_ROWS and not getattr(_LOCAL, "single", False) else 1
+
     def _fft(self, X, spectrum, n):
-        workers = 2 if X.shape[0] >= _PARALLEL_ROWS and not getattr(_LOCAL, "single", False) else 1
+        workers = self._workers(X.shape[0])
         F = sfft.rfft(X, self.L, axis=1, workers=workers)
         F *= spectrum
         return sfft.irfft(F, self.L, axis=1, workers=workers)[:, :n]
@@ -127,7 +135,7 @@ class _Conv:
         if self.f_mid is not None:
             out[:, self.i_mid_ix] *= self.f_mid
         if self.i_edge.size:
-            out[:, self.i_edge] = (self.ET @ X.T).T
+            out[:, self.i_edge] = (self.ET @ X[:, self.edge_rows].T).T
         return out[0] if one else out.T
 
     def corr(self, R: np.ndarray) -> np.ndarray:
@@ -141,9 +149,8 @@ class _Conv:
         Z = self._fft(full, self.Wc, self.k)
         np.maximum(Z, 0.0, out=Z)
         if self.i_edge.size:
-            Z += (self.E @ X[:, self.i_edge].T).T
+            Z[:, self.edge_rows] += (self.E @ X[:, self.i_edge].T).T
         return Z[0] if one else Z.T
-
 
     def em_rows(self, P: np.ndarray, C: np.ndarray, steps: int, inv_n=None, observe=None) -> np.ndarray:
         r"""Up to ``steps`` plain EM steps ``p <- p * (S r) / n``, ``r = c / (S^T p)``, on every row of ``P``
@@ -152,8 +159,8 @@ class _Conv:
         ``inv_n`` (``b``): the factor ``1 / n`` of each row; ``None``: each step is renormalized to sum 1
         instead (the same in exact arithmetic; it keeps rounding from drifting).  ``observe(t, P, Q)``,
         if given, sees the rows ``P`` after ``t`` steps and their outputs ``Q = S^T P`` (``b x len(obs)``,
-        as :meth:`conv` gives them) before each step and after the last; the run stops when it returns
-        true.  The arithmetic is that of :meth:`conv` and :meth:`corr`, fused for a long run of steps:
+        as :meth:`conv` gives them; one buffer, overwritten at the next step) before each step and after
+        the last; the run stops when it returns true.  The arithmetic is that of :meth:`conv` and :meth:`corr`, fused for a long run of steps:
         the zero-padded FFT inputs are kept from step to step (the padding is written once, the ratios
         ``r`` land in place, never on an output that has no count), the end outputs' exact products
         touch only the ``2 (s - 1)`` values near the ends, and nothing of size ``b x L`` is copied
@@ -163,7 +170,7 @@ class _Conv:
         b, k, m, L = P.shape[0], self.k, self.m, self.L
         C = np.asarray(C, dtype=float)
         scale = None if inv_n is None else np.broadcast_to(np.asarray(inv_n, dtype=float), (b,))[:, None]
-        workers = 2 if b >= _PARALLEL_ROWS and not getattr(_LOCAL, "single", False) else 1
+        workers = self._workers(b)
         xp = np.zeros((b, L))
         xr = np.zeros((b, L))
         p = xp[:, :k]
@@ -173,15 +180,12 @@ class _Conv:
         has_m = Cm > 0
         Rm = xr[:, self.mid_ix] if mid_slice else np.zeros_like(Cm)
         edges = self.i_edge.size > 0
+        rows = self.edge_rows
         Qe = np.zeros((b, 0))
-        if edges:
-            # the end outputs see only the values within a window of the ends
-            rows = np.unique(self.ET.indices)
-            ET = sp.csr_array(self.ET[:, rows])
-            Eu = sp.csr_array(self.E[rows])
-            Ce = C[:, self.i_edge]
-            has_e = Ce > 0
-            Re = np.zeros_like(Ce)
+        Ce = C[:, self.i_edge]
+        has_e = Ce > 0
+        Re = np.zeros_like(Ce)
+        Q = None if observe is None else np.empty((b, self.obs.size))  # reused: observe reads it at once
         for t in range(steps + 1):
             if t == steps and observe is None:
                 break
@@ -194,9 +198,8 @@ class _Conv:
             if self.f_mid is not None:
                 Qm *= self.f_mid
             if edges:
-                Qe = (ET @ p[:, rows].T).T
+                Qe = (self.ET @ p[:, rows].T).T
             if observe is not None:
-                Q = np.empty((b, self.obs.size))
                 Q[:, self.i_mid_ix] = Qm
                 Q[:, self.i_edge] = Qe
                 if observe(t, p, Q) or t == steps:
@@ -213,7 +216,7 @@ class _Conv:
             G = sfft.irfft(F, L, axis=1, workers=workers)[:, :k]
             np.maximum(G, 0.0, out=G)
             if edges:
-                G[:, rows] += (Eu @ Re.T).T
+                G[:, rows] += (self.E @ Re.T).T
             p *= G
             p *= scale if scale is not None else 1.0 / p.sum(axis=1, keepdims=True)
         return p.copy()
@@ -244,8 +247,9 @@ class _Conv:
             ab[s - 1 - d, d:] = Z[d, : k - d]
         if self.i_edge.size:
             Me = sp.coo_array(self.E @ sp.diags_array(w[self.i_edge]) @ self.ET)
-            up = Me.row <= Me.col
-            np.add.at(ab, (s - 1 + Me.row[up] - Me.col[up], Me.col[up]), Me.data[up])
+            r, c = self.edge_rows[Me.row], self.edge_rows[Me.col]
+            up = r <= c
+            np.add.at(ab, (s - 1 + r[up] - c[up], c[up]), Me.data[up])
         return ab
 
 

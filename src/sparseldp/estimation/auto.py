@@ -195,10 +195,11 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
     taken = {f: np.zeros(b, bool) for f in mults}
     done = np.zeros(b, bool)
 
-    wait = [0]  # nothing to do before this step (set once every stop is known)
+    wait = 0  # nothing to do before this step (set once every stop is known)
 
     def observe(t, P, Q):  # rows: P after t steps, Q = A^T P
-        if t < wait[0]:
+        nonlocal wait
+        if t < wait:
             return False
         if not done.all():
             with np.errstate(divide="ignore"):
@@ -215,7 +216,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
             taken[f] |= hit
         finished = done.all() and all(v.all() for v in taken.values())
         if done.all() and not finished:  # the next step at which a multiple is taken
-            wait[0] = min(int(at[f][~taken[f]].min()) for f in mults if not taken[f].all())
+            wait = min(int(at[f][~taken[f]].min()) for f in mults if not taken[f].all())
         return finished
 
     P = _em_run(A, AT, np.full((b, k), 1.0 / k), CR, cap, 1.0 / n, observe)
@@ -347,7 +348,8 @@ def _scores(fits: dict, AT, EAT) -> dict:
     return scores
 
 
-def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads: dict | None = None):
+def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads: dict | None = None,
+            stable_ratio: float | None = None):
     """The most regularized member (in :data:`_PATH` order) within ``se_factor`` standard errors of the best;
     the MLE instead when it is within them too and no less stable (``spreads``, module docstring).
 
@@ -357,7 +359,7 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
     its fold's fits, so ``se^2 = sum H D^2 - (sum H D)^2 / n``.  With ``spreads``
     (:func:`_fold_spread` of each member), the MLE replaces that member when it
     is itself within ``se_factor`` standard errors of the best and its spread is
-    at most :data:`_STABLE_RATIO` times the member's.
+    at most ``stable_ratio`` (default :data:`_STABLE_RATIO`) times the member's.
     """
     keys = [key for key in _PATH if key in scores]
     total = {key: float((H * scores[key]).sum()) for key in keys}
@@ -369,7 +371,8 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
             within.append(key)
     choice = within[0]  # best itself is within (difference 0)
     mle = ("mle", 0)
-    if spreads is not None and mle in within and choice != mle and spreads[mle] <= _STABLE_RATIO * spreads[choice]:
+    ratio = _STABLE_RATIO if stable_ratio is None else stable_ratio
+    if spreads is not None and mle in within and choice != mle and spreads[mle] <= ratio * spreads[choice]:
         return mle
     return choice
 

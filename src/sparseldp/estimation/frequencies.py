@@ -127,6 +127,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     obs = np.flatnonzero(c_all > 0)
     c = c_all[obs]
     A, AT = model.columns(obs)
+    certified = False  # whether em_gap is the exact certificate at p itself (then _result reuses it)
     if method == "em":
         # EM on FFT products where they apply (Newton always exact); then the certificate of record is
         # computed with the exact products, and where rounding left it above tol, EM and Newton finish
@@ -137,10 +138,9 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
         p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense, fast)
         p = np.maximum(p, 0.0)
         p /= p.sum()
-        exact = False  # whether em_gap is the exact certificate at p itself (then _result reuses it)
         if fast is not None:
             em_gap = _exact_gap(A, AT, c, n_f, p)
-            exact = True
+            certified = True
             converged = em_gap <= tol
             if not converged and evals < max_iter:
                 start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros (p sums to 1: so does start)
@@ -149,7 +149,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
                 evals, newton_steps = evals + more, newton_steps + steps
                 p = np.maximum(p, 0.0)
                 p /= p.sum()
-                exact = False  # its gap is one at some iterate, not necessarily this p's exact one
+                certified = False  # its gap is one at some iterate, not necessarily this p's exact one
         if not converged:
             warnings.warn(
                 f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
@@ -171,8 +171,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     else:
         p = project_simplex(_least_squares(model, c_all / n_f))
         evals, newton_steps, converged, em_gap = 0, 0, True, math.inf
-    return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps,
-                   method == "em" and exact and math.isfinite(em_gap))
+    return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps, certified)
 
 
 def _certificate(A, c, q, n_f: float) -> float:

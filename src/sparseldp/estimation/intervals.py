@@ -72,6 +72,8 @@ from .stats import (_STATS, _cdf, _check_point, _check_q, _check_quantile_method
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
 
 _KINDS = ("hull", "basic", "percentile")
+
+
 def _generator(rng):
     """A numpy Generator; ``None`` is fresh OS entropy (the bootstrap has no privacy role)."""
     if rng is None:

@@ -157,7 +157,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     # FFT products where they apply; every refit is column by column, so blocks run in threads
     # unless the products are dense matrix products (BLAS is already parallel)
     A, AT = model.fast_columns(np.arange(model.m))
-    blocks = blocks_for(isinstance(A, np.ndarray), B)
+    dense = isinstance(A, np.ndarray)
+    blocks = blocks_for(dense, B)
     if method == "em-steps":
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
@@ -172,7 +173,6 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
-    dense = isinstance(A, np.ndarray)
     exact = _dense_exact(model)
     budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
 
