@@ -54,14 +54,13 @@ channel alone, so a seed gives the same replicates on any number of CPUs.
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_int, check_probability
+from .._validation import check_int, check_positive, check_probability
 from ._parallel import small_blas
 from .model import _model
 from .refits import _REFIT_TOL, _refit_replicates
@@ -338,10 +337,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if tol is None:
         tol = _REFIT_TOL.get(method, 0.0) if method != "em-steps" else 0.0
-    elif isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
-        raise TypeError(f"tol must be a real number > 0; got {type(tol).__name__} {tol!r}")
-    elif not (tol > 0 and math.isfinite(tol)):
-        raise ValueError(f"tol must be a finite number > 0; got {tol!r}")
+    else:
+        tol = check_positive(tol, "tol")
     gen = _generator(rng)
     model = _model(mechanism, estimate.domain)
     p_hat = np.asarray(estimate.p, dtype=float)
