@@ -91,6 +91,28 @@ def test_fused_em_steps_match_the_step_by_step_products(mech, k, subset):
     assert np.allclose(stopped, solvers._em_run(FA, FAT, P0, C, 4), rtol=1e-12, atol=0)
 
 
+@pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian", "gaussian-dense"])
+def test_single_precision_em_run_is_the_same_map_to_float32_roundoff(mech, k):
+    """em_rows(dtype=float32), the bootstrap's long-window refit: the EM map of the double run, its
+    iterates off by no more than single precision's roundoff relative to the largest probability
+    (and off by more than double's: it did run in float32)."""
+    model = _model(mech, (0, k - 1))
+    rng = np.random.default_rng(5)
+    obs = np.arange(model.m)
+    FA, FAT = model.fast_columns(obs)
+    P0 = rng.dirichlet(np.full(k, 2.0), size=4)
+    C = rng.multinomial(10**6, (P0[0] @ model.unscaled()).ravel() / (P0[0] @ model.unscaled()).sum(),
+                        size=4).astype(float)
+    for steps in (1, 25):
+        want = solvers._em_run(FA, FAT, P0, C, steps)
+        got = solvers._em_run(FA, FAT, P0, C, steps, single=True)
+        assert got.dtype == np.float64 and np.allclose(got.sum(axis=1), 1.0, rtol=1e-12)
+        err = np.abs(got - want).max(axis=1) / want.max(axis=1)
+        assert np.all(err < 2e-5) and np.all(err > 1e-12)
+    with pytest.raises(ValueError, match="dtype must be float64 or float32; got float16"):
+        FA._c.em_rows(P0, C, 1, dtype=np.float16)
+
+
 def test_clipped_window_keeps_sparse_products():
     ch = SparseLaplace(lam=0.1, s=275).to_channel((0, 999), "clipped")
     model = _model(ch, (0, 999))

@@ -106,16 +106,18 @@ class FrequencyEstimate:
         """The estimated ``P(a <= X <= b)``."""
         return statistic(self, "range", ci=ci, level=level, a=a, b=b)
 
-    def bootstrap(self, mechanism, *, B=200, rng=None, smooth=None, tol=None, max_iter=2_000):
+    def bootstrap(self, mechanism, *, B=200, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single"):
         """Parametric bootstrap of this estimate (:func:`sparseldp.estimation.intervals.bootstrap`).
 
         Replicate counts are drawn from the fitted output distribution and
         refit with the same method; ``rng`` only simulates on already
         privatized counts (no privacy role), so a seed is fine here.
         ``tol`` and ``max_iter`` are the refits' stopping rule and cap, the
-        knobs its warning about unconverged refits names.
+        knobs its warning about unconverged refits names; ``precision`` the
+        arithmetic of long-window EM-step refits.
         """
-        return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth, tol=tol, max_iter=max_iter)
+        return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth, tol=tol, max_iter=max_iter,
+                         precision=precision)
 
 
 def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int,

@@ -138,6 +138,9 @@ class Bootstrap:
         estimate, the member it chose).
     converged : int
         How many replicate refits met their (looser) tolerance.
+    precision : str
+        "single" where the refits ran their FFT products in single precision
+        (``bootstrap``'s ``precision``), else "double".
     """
 
     p: np.ndarray
@@ -145,6 +148,7 @@ class Bootstrap:
     replicates: np.ndarray
     method: str
     converged: int = field(default=0)
+    precision: str = field(default="double")
 
     @property
     def B(self) -> int:
@@ -283,7 +287,7 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
 
 
 def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None = None,
-              tol: float | None = None, max_iter: int = 2_000) -> Bootstrap:
+              tol: float | None = None, max_iter: int = 2_000, precision: str = "single") -> Bootstrap:
     r"""Parametric bootstrap of a :class:`~sparseldp.estimation.FrequencyEstimate`.
 
     Draws ``B`` histograms ``c* ~ Multinomial(n, Q^T p_hat)`` over the outputs
@@ -324,6 +328,20 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     tol, max_iter
         Replicate stopping rule (see above) and cap on map evaluations (EM or EMS; the Newton
         finish of small channels has its own cap of ``mle._NEWTON_STEPS`` steps per replicate).
+    precision : {"single", "double"}
+        Arithmetic of the one refit that is pure number crunching on long windows: ``auto``'s
+        ``"em steps=t"`` member on FFT products (``_toeplitz._Conv.em_rows``: windows of 24 or
+        more on large channels).  ``"single"`` (the default) runs its FFTs and iterates in float32,
+        1.6x faster; every other refit, and every estimate, is in double whatever this says.  A
+        replicate is a Monte Carlo draw: with ``B = 200`` its 2.5 % and 97.5 % order statistics
+        move by about a tenth of the replicate spread from draw to draw, and single precision moves
+        them by far less.  Measured (10^4 values, a window of 275, ``em steps=1435``, 10^8 reports,
+        the same 50 replicate histograms both ways): the mean, variance and CDF replicates differ by at
+        most 0.4-0.6 % of their spread; per-value interval ends, on values above 1e-5 of the largest
+        probability, by a median 3e-5 and at most 6e-4 of the interval's width, and on every value by
+        at most 3e-7 in absolute probability (the FFT's roundoff relative to the largest entry).
+        ``"double"`` reproduces the double-precision replicates.  The result's ``precision`` says
+        which was used.
 
     Returns
     -------
@@ -339,6 +357,10 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         tol = _REFIT_TOL.get(method, 0.0) if method != "em-steps" else 0.0
     else:
         tol = check_positive(tol, "tol")
+    if not isinstance(precision, str):
+        raise TypeError(f"precision must be 'single' or 'double'; got {type(precision).__name__}")
+    if precision not in ("single", "double"):
+        raise ValueError(f"precision must be 'single' or 'double'; got {precision!r}")
     gen = _generator(rng)
     model = _model(mechanism, estimate.domain)
     p_hat = np.asarray(estimate.p, dtype=float)
@@ -351,7 +373,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     q_hat /= q_hat.sum()
     C = gen.multinomial(n, q_hat, size=B).astype(float)
     with small_blas(model.k, model.m):
-        P, conv, gaps = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter)
+        P, conv, gaps, single = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol,
+                                                  max_iter, single=precision == "single")
     if method == "em-steps":
         method = "em"
     n_conv = int(conv.sum())
@@ -365,4 +388,5 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                       f"tol = {tol:g}{how}", RuntimeWarning, stacklevel=2)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
-    return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv)
+    return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
+                     precision="single" if single else "double")

@@ -53,15 +53,15 @@ def _refit_ems(A, AT, C, n, P0, passes, weight, tol, max_iter):
     return np.ascontiguousarray(P.T), evals, conv
 
 
-def _refit_em_steps(A, AT, C, n, P0, steps):
+def _refit_em_steps(A, AT, C, n, P0, steps, single=False):
     """Exactly ``steps`` plain EM steps on ``B`` histograms at once (rows of ``C``), from the rows of ``P0``.
 
     The ``"em steps=t"`` member of ``method="auto"``: the EM map ``p <- p * g(p)``
-    (``solvers._em_run``, renormalized each step), with no stopping rule
-    (reaching ``t`` is the rule, not a failure).  ``A``, ``AT`` as in
-    :func:`_refit_ems`.  Returns ``P``, one row per replicate.
+    (``solvers._em_run``, renormalized each step; FFT products in single precision if
+    ``single``), with no stopping rule (reaching ``t`` is the rule, not a failure).  ``A``,
+    ``AT`` as in :func:`_refit_ems`.  Returns ``P``, one row per replicate.
     """
-    return _em_run(A, AT, P0, C, steps)
+    return _em_run(A, AT, P0, C, steps, single=single)
 
 
 def _refit_em(A, AT, C, n, P0, tol, max_iter):
@@ -142,18 +142,19 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
     return out, conv, gaps
 
 
-def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter):
+def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter, single=False):
     """Refit every row of ``C`` (``B`` replicate histograms on all outputs) with the plan's estimator.
 
     ``method`` is ``intervals._refit_plan``'s: ``"em-steps"`` (``steps`` plain EM steps from the
-    uniform start), ``"ems"`` (``smooth`` passes of weight ``weight``, warm-started at ``p_hat``),
-    ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``) or ``"inversion"``.  Returns ``(P, converged
-    mask, certified gaps or None)``, ``P`` with one replicate per row.
+    uniform start; on FFT products in single precision if ``single``), ``"ems"`` (``smooth`` passes
+    of weight ``weight``, warm-started at ``p_hat``), ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``)
+    or ``"inversion"``.  Returns ``(P, converged mask, certified gaps or None, single)``, ``P`` with
+    one replicate per row and ``single`` whether single precision was used.
     """
     B, k = C.shape[0], model.k
     if method == "inversion":
         P = np.vstack([project_simplex(_least_squares(model, C[b] / n)) for b in range(B)])
-        return P, np.ones(B, bool), None
+        return P, np.ones(B, bool), None, False
     # FFT products where they apply; every refit is column by column, so blocks run in threads
     # unless the products are dense matrix products (BLAS is already parallel)
     A, AT = model.fast_columns(np.arange(model.m))
@@ -163,14 +164,16 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
         P0 = np.full((B, k), 1.0 / k)
-        P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, C[r], float(n), P0[r], steps), B, blocks))
-        return P, np.ones(B, bool), None
+        single = single and hasattr(A, "em_rows")  # only the FFT products have a single-precision run
+        P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, C[r], float(n), P0[r], steps, single),
+                                 B, blocks))
+        return P, np.ones(B, bool), None, single
     if method == "ems":
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
         parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
                            B, blocks)
-        return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None
+        return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None, False
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
     exact = _dense_exact(model)
@@ -191,7 +194,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             P0 = np.maximum(P[:, left], 0.0) + 1e-12
             P[:, left], conv[left], gaps[left] = em(left, P0 / P0.sum(axis=0), max_iter - budget)
     P = np.maximum(P, 0.0).T
-    return P / P.sum(axis=1, keepdims=True), conv, gaps
+    return P / P.sum(axis=1, keepdims=True), conv, gaps, False
 
 
 def _dense_exact(model):

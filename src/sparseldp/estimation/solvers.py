@@ -154,18 +154,19 @@ def _ems_map(A, AT, C, inv_n, P, passes, weight):
     return Pn
 
 
-def _em_run(A, AT, P, C, steps, inv_n=None, observe=None):
+def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
     """Up to ``steps`` plain EM steps ``p <- p * g(p)`` on every row of ``P`` (``b x k``), counts ``C``
     (``b x m'``, rows); the rows reached.
 
     ``inv_n`` (``b``) is each row's ``1 / n``; ``None`` renormalizes every step to sum 1 instead (the
     same in exact arithmetic).  ``observe(t, P, Q)`` (rows, and their outputs ``Q = A^T P`` as rows)
     is called before each step and after the last, and stops the run when it returns true.  FFT
-    products run the steps fused (``_toeplitz._Conv.em_rows``); other products step by step here.
+    products run the steps fused (``_toeplitz._Conv.em_rows``), in single precision if ``single``;
+    other products step by step here, always in double.
     """
     fused = getattr(A, "em_rows", None)
     if fused is not None:
-        return fused(P, C, steps, inv_n, observe)
+        return fused(P, C, steps, inv_n, observe, np.float32 if single else np.float64)
     # column layout as views of the rows (Fortran order): products on contiguous transposes
     P = np.array(P, dtype=float).T
     CT = np.asarray(C, dtype=float).T
