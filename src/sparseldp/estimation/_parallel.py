@@ -90,3 +90,11 @@ def small_blas(k: int, m: int):
     if threadpool_limits is None or k * m > _SMALL_BLAS:
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")
+
+
+def one_blas_thread():
+    """A context in which BLAS uses one thread (threadpoolctl, where installed; else it changes nothing):
+    for small matrix products run in threads of their own (``refits._active_refits``)."""
+    if threadpool_limits is None:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")

@@ -39,6 +39,14 @@ approximate product is the right tool: the iterations of EMS and of early-
 stopped EM, the held-out scores of the selection and the bootstrap refits.
 The log-likelihood and the certified gap that an estimate reports are always
 computed with the exact sparse channel (``frequencies._result``).
+
+Single precision (``_Conv.em_rows(dtype=np.float32)``) serves one caller: the
+bootstrap's refits of ``auto``'s ``"em steps=t"`` member, a Monte Carlo
+quantity whose spread is far above float32's roundoff (``intervals.bootstrap``,
+``precision``).  The same rule holds with its own floor,
+:data:`_REL_FLOOR_SINGLE`: entries are accurate to about ``1e-6`` of the
+row's largest entry, and the run's iterates stay within a few ``1e-6`` of
+the double run's, relative to the largest probability.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ import scipy.sparse.linalg as spla
 from .solvers import _squarem
 
 
+# The share of the largest mass above which a value starts in the active set (_active_newton).
+_ACTIVE_REL_DEFAULT = 1e-4
+
+
 def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
     """SQUAREM-accelerated EM on observed columns; returns (p, evals, converged, gap).
 
@@ -176,7 +180,7 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, s
         g = (A @ (c / q)) / n
         gap = n * math.log(max(float(g.max()), 1e-300))
         if best is None or gap < best[1]:
-            best = (p * g if step else p, gap)
+            best = (p * g if step else p.copy(), gap)
         if gap <= tol:
             return best[0], steps, True, max(gap, 0.0)
         if k * mu < 1e-3 * tol:
@@ -184,6 +188,84 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, s
         mu /= 10.0
         Fv, q = F(p, mu)
     return best[0], steps, False, best[1]
+
+
+def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True, rel=_ACTIVE_REL_DEFAULT):
+    r"""Newton (:func:`_newton`) on an active set of values, grown until the certificate holds on all ``k``.
+
+    The MLE of a deconvolution is sparse: most values carry no mass (it is
+    discrete, with few support points, wherever the kernel is smooth).  So
+    the interior-point Newton runs on the values ``S`` that carry mass in
+    ``p_start`` (above :data:`_ACTIVE_REL` of its largest), plus one value
+    reaching each observed output that ``S`` does not reach, as a dense
+    ``|S| x m'`` problem: ``O(|S|^2 m')`` a step instead of ``O(k^2 m')`` (dense)
+    or a banded LU over all ``k`` values.  Then ``g = A (c / q) / n`` is computed
+    on all ``k`` values, and the certificate ``n log max_x g_x <= tol`` is the
+    same as EM's and Newton's (so nothing is taken on trust); while it fails,
+    the values outside ``S`` with ``g_x > 1`` (the directions that raise the
+    likelihood, ranked by ``g_x``) join ``S`` and the values left without mass
+    leave it.  This is the active-set (vertex exchange) idea of the
+    Kiefer-Wolfowitz NPMLE literature with the barrier Newton as inner solver.
+    Each round runs :data:`_ACTIVE_EM` EM steps on ``S`` first (cheap, and they
+    move the values that just entered to a point Newton starts well from);
+    ``max_steps`` bounds each inner Newton run; at most :data:`_ACTIVE_ROUNDS` rounds.
+    Returns ``(p, steps, converged, gap)`` as :func:`_newton`.
+
+    Measured (1,000 values, 10^6 reports of two atoms, design(eps=1, delta=1e-6, H=10), from the same
+    600 EM evaluations): Laplace window 275, 0.12 s against 1.5 s for the rest of :func:`_mle`;
+    Gaussian window 701 (dense), 0.56 s against 2.6 s.  On two smooth bumps the set holds 80-90 % of
+    the values and nothing is gained, so :func:`_mle` tries it only on sparse iterates.
+    """
+    k = A.shape[0]
+    p = np.maximum(np.asarray(p_start, dtype=float), 0.0)
+    S = np.flatnonzero(p > rel * p.max())
+    steps, best = 0, None
+    for _ in range(_ACTIVE_ROUNDS):
+        S = _covering(A, p, S, dense)
+        AS = np.asarray(A[S]) if dense else A[S].toarray()
+        ps = np.maximum(p[S], _ACTIVE_REL * p.max())
+        ps /= ps.sum()
+        ps, _, inner, gap_s = _em(AS, AS.T, c, n, ps, 0.5 * tol, _ACTIVE_EM, None, False)
+        st = 0
+        if not inner:
+            ps, st, inner, _ = _newton(AS, AS.T, c, n, ps, gap_s, 0.5 * tol, max_steps, True, None, False)
+        steps += st
+        p = np.zeros(k)
+        p[S] = ps
+        q = AS.T @ ps
+        g = (A @ (c / q)) / n
+        gap = n * math.log(max(float(g.max()), 1e-300))
+        if best is None or gap < best[1]:
+            best = (p * g if step else p.copy(), gap)
+        if gap <= tol:
+            return best[0], steps, True, max(gap, 0.0)
+        outside = np.ones(k, bool)
+        outside[S] = False
+        cand = np.flatnonzero(outside & (g > 1.0))
+        if cand.size == 0:
+            if inner:
+                break  # the set's own optimum, and no value outside would raise the likelihood
+            continue  # the inner run stopped short: go on from where it stopped, on the same set
+        add = cand[np.argsort(-g[cand], kind="stable")[: max(32, S.size)]]
+        S = np.union1d(S[ps > _ACTIVE_DROP * ps.max()], add)
+        p[add] = _ACTIVE_NEW * p.max()
+        p /= p.sum()
+    return best[0], steps, False, best[1]
+
+
+def _covering(A, p, S, dense):
+    """``S`` plus, for each output that no value of ``S`` reaches, the value with the largest
+    ``p_x A[x, y]`` (any reaching value if ``p`` is 0 on all of them): the restricted likelihood
+    must be finite."""
+    reach = np.asarray(A[S].sum(axis=0)).ravel() if S.size else np.zeros(A.shape[1])
+    lost = np.flatnonzero(reach <= 0)
+    if lost.size == 0:
+        return S
+    cols = np.asarray(A[:, lost]) if dense else A[:, lost].toarray()
+    weight = cols * p[:, None]
+    none = weight.max(axis=0) <= 0
+    weight[:, none] = cols[:, none]
+    return np.union1d(S, np.unique(weight.argmax(axis=0)))
 
 
 # EM evaluations before the solver considers switching to Newton.
@@ -196,6 +278,17 @@ _NEWTON_STEPS = 120
 _NEWTON_TRIES = 3
 # Predicted Newton steps (the typical count) used to compare costs with EM.
 _NEWTON_TYPICAL = 60
+# Active-set Newton (_active_newton): tried first when the values carrying more than _ACTIVE_REL of the
+# largest mass after the first EM run are at most _ACTIVE_SHARE of the domain; values enter with
+# _ACTIVE_NEW of the largest mass, and leave with less than _ACTIVE_DROP of it; at most _ACTIVE_ROUNDS;
+# each round runs _ACTIVE_EM EM steps on the set before its Newton run (Gaussian window 701, two atoms,
+# 40 refits: 6.9 s with 20 against 12.8 s with none; Laplace window 275 unchanged).
+_ACTIVE_REL = 1e-4
+_ACTIVE_SHARE = 0.25
+_ACTIVE_NEW = 1e-3
+_ACTIVE_DROP = 1e-9
+_ACTIVE_ROUNDS = 20
+_ACTIVE_EM = 20
 
 
 def _newton_cost(A, dense: bool) -> float:
@@ -261,7 +354,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     FA, FAT = (A, AT) if fast is None else fast
     step = fast is None
     p = np.full(k, 1.0 / k) if p0 is None else p0
-    evals, steps, tries, predicted = 0, 0, 0, False
+    evals, steps, tries, predicted, tried_active = 0, 0, 0, False, False
     nnz = A.size if dense else A.nnz
     newton_cost = None
     budget = min(max_iter, _EM_FIRST)
@@ -278,6 +371,12 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         if newton_cost is None:
             newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
+        if not tried_active and np.count_nonzero(p > _ACTIVE_REL * p.max()) <= _ACTIVE_SHARE * k:
+            tried_active = True  # a sparse iterate: Newton on its active set first (once)
+            p_a, s_a, conv_a, gap_a = _active_newton(A, AT, c, n, p, tol, _NEWTON_STEPS, dense, step)
+            steps += s_a
+            if conv_a:
+                return p_a, evals, steps, True, gap_a
         if tries < _NEWTON_TRIES and (predicted or not em_cheaper):
             tries += 1
             band = _band_of(FA) if not dense else None

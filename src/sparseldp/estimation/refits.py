@@ -4,7 +4,9 @@ Each estimator has a batched refit that iterates every replicate (a column) on
 its own: :func:`_refit_ems` (accelerated EMS), :func:`_refit_em_steps` (a fixed
 number of plain EM steps, ``auto``'s ``"em steps=t"`` member) and
 :func:`_refit_em` (SQUAREM EM to a certified gap, the MLE's refit, finished by
-Newton column by column on small channels: :func:`_newton_finish`); inversion is
+Newton column by column on small channels: :func:`_newton_finish`; on large
+channels where the MLE is sparse, the active-set Newton of
+``mle._active_newton`` from the MLE itself: :func:`_active_refits`); inversion is
 least squares per replicate.  The columns are cut into blocks run in threads
 where the products are sparse or FFT (:mod:`sparseldp.estimation._parallel`).
 A refit is simulation: its products may be the FFT ones and its certificate
@@ -15,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._parallel import blocks_for, map_blocks
-from .mle import _NEWTON_STEPS, _dense_newton_cost, _newton
+from ._parallel import blocks_for, map_blocks, one_blas_thread
+from .mle import _ACTIVE_REL_DEFAULT, _ACTIVE_SHARE, _NEWTON_STEPS, _active_newton, _dense_newton_cost, _newton
 from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
@@ -176,6 +178,20 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None, False
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
+    if _active_pays(model, p_hat):
+        # a sparse MLE on a large channel: Newton on each replicate's active set, from p_hat itself (the
+        # set grows where the replicate needs values p_hat has not); EM from the mixed start for the rest
+        P, conv, gaps = _active_refits(model, CT, float(n), p_hat, tol)
+        left = np.flatnonzero(~conv)
+        if left.size:
+            parts = map_blocks(lambda r: _refit_em(A, AT, np.ascontiguousarray(CT[:, left[r]]), float(n),
+                                                   np.repeat(start[:, None], left[r].size, axis=1), tol, max_iter),
+                               left.size, blocks_for(dense, left.size))
+            P[:, left] = np.hstack([part[0] for part in parts])
+            conv[left] = np.concatenate([part[1] for part in parts])
+            gaps[left] = np.concatenate([part[2] for part in parts])
+        P = np.maximum(P, 0.0).T
+        return P / P.sum(axis=1, keepdims=True), conv, gaps, False
     exact = _dense_exact(model)
     budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
 
@@ -204,6 +220,37 @@ def _dense_exact(model):
         return None
     A, AT = model.columns(np.arange(model.m))
     return (A, AT) if model.dense else (A.toarray(), AT.toarray())
+
+
+def _active_pays(model, p_hat) -> bool:
+    """Whether the MLE's refits go to the active-set Newton (``mle._active_newton``): beyond the dense
+    Newton bound of :func:`_dense_exact`, where ``p_hat`` is sparse (at most ``mle._ACTIVE_SHARE`` of the
+    values carry more than ``mle._ACTIVE_REL_DEFAULT`` of its largest mass)."""
+    if _dense_newton_cost(model.k, model.m) <= _REFIT_NEWTON_COST:
+        return False
+    return np.count_nonzero(p_hat > _ACTIVE_REL_DEFAULT * p_hat.max()) <= _ACTIVE_SHARE * model.k
+
+
+def _active_refits(model, CT, n, p_hat, tol):
+    """``mle._active_newton`` on every column of ``CT`` (replicate counts on all outputs) from ``p_hat``,
+    with the exact products on the column's observed outputs; columns in blocks over threads, each with
+    one BLAS thread (the active sets' matrices are small).  Returns ``(P, converged, gaps)``."""
+    k, B = model.k, CT.shape[1]
+
+    def run(r):
+        out = np.empty((k, r.stop - r.start))
+        conv, gaps = np.zeros(out.shape[1], bool), np.empty(out.shape[1])
+        with one_blas_thread():
+            for i, j in enumerate(range(r.start, r.stop)):
+                nz = np.flatnonzero(CT[:, j] > 0)
+                A, AT = model.columns(nz)
+                out[:, i], _, conv[i], gaps[i] = _active_newton(A, AT, CT[nz, j], n, p_hat, tol, _NEWTON_STEPS,
+                                                                model.dense)
+        return out, conv, gaps
+
+    parts = map_blocks(run, B, blocks_for(False, B))
+    return (np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts]),
+            np.concatenate([part[2] for part in parts]))
 
 
 def _newton_finish(exact, CT, n, P, conv, gaps, tol):

@@ -1,0 +1,197 @@
+"""Active-set Newton for sparse maximum-likelihood estimates (mle._active_newton), its use in the
+solver (mle._mle tries it once on a sparse iterate) and in the bootstrap's refits
+(refits._active_refits).  The certificate n log max_x g_x <= tol is recomputed here on all k values,
+from the returned point and the exact channel, never taken from the solver."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import sparseldp as sl
+from sparseldp.estimation import _model, estimate_frequencies_full, mle, refits
+
+N = 10**5
+TOL = 1e-2
+
+# (mechanism, domain size, truth): sparse truths on a sparse (window) channel and on a dense one
+# (a Gaussian window wider than the domain), and a truth with three atoms and a thin bump
+CASES = {
+    "laplace two atoms": (sl.SparseLaplace(lam=0.3, s=41), 200, {40: 0.6, 150: 0.4}),
+    "laplace atoms and bump": (sl.SparseLaplace(lam=0.2, s=61), 240, {20: 0.3, 100: 0.2, 200: 0.3,
+                                                                       "bump": (60, 3.0, 0.2)}),
+    "gaussian dense two atoms": (sl.SparseGaussian(sigma=25.0, s=301), 150, {30: 0.5, 110: 0.5}),
+}
+
+
+def _truth(k, spec):
+    p = np.zeros(k)
+    for where, mass in spec.items():
+        if where == "bump":
+            mid, width, w = mass
+            b = np.exp(-0.5 * ((np.arange(k) - mid) / width) ** 2)
+            p += w * b / b.sum()
+        else:
+            p[where] += mass
+    return p / p.sum()
+
+
+def _problem(case, seed=0):
+    mech, k, spec = CASES[case]
+    model = _model(mech, (0, k - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ _truth(k, spec)).ravel(), 0.0)
+    c = np.random.default_rng(seed).multinomial(N, q / q.sum()).astype(float)
+    obs = np.flatnonzero(c > 0)
+    A, AT = model.columns(obs)
+    return model, c[obs], A, AT
+
+
+def _gap(A, AT, c, n, p):
+    """n log max_x g_x on all k values, from the exact observed columns."""
+    g = (A @ (c / (AT @ p))) / n
+    return n * math.log(float(np.max(g)))
+
+
+def _loglik(AT, c, p):
+    return float(c @ np.log(AT @ p))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_active_newton_reaches_the_mle_certified_on_all_values(case):
+    model, c, A, AT = _problem(case)
+    k = model.k
+    # from the first EM run, as the solver calls it
+    p_em, _, _, _ = mle._em(A, AT, c, float(N), np.full(k, 1.0 / k), TOL, 600)
+    p, steps, conv, gap = mle._active_newton(A, AT, c, float(N), p_em, TOL, mle._NEWTON_STEPS, model.dense)
+    assert conv and 0.0 <= gap <= TOL
+    assert p.min() >= 0.0 and abs(p.sum() - 1.0) < 1e-9
+    assert _gap(A, AT, c, float(N), p) <= TOL + 1e-9  # on all k values
+    # the same maximum as the full solver: both within TOL nats of it
+    p_full, _, _, conv_full, _ = mle._mle(A, AT, c, float(N), k, TOL, 50_000, model.dense)
+    assert conv_full
+    assert abs(_loglik(AT, c, p) - _loglik(AT, c, p_full)) <= TOL + 1e-9
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_active_set_grows_from_a_start_that_misses_the_truth(case):
+    # a start with all its mass on one value that is no atom of the truth: outputs it cannot reach
+    # must be covered (_covering) and the values that raise the likelihood must join the set
+    model, c, A, AT = _problem(case, seed=1)
+    k = model.k
+    p0 = np.zeros(k)
+    p0[k // 2 + 3] = 1.0
+    S0 = np.flatnonzero(p0 > 0)
+    reach = np.asarray(A[S0].sum(axis=0)).ravel()
+    covered = mle._covering(A, p0, S0, model.dense)
+    if (reach <= 0).any():  # the window channels: one value does not reach every observed output
+        assert covered.size > 1
+        assert (np.asarray(A[covered].sum(axis=0)).ravel() > 0).all()
+    p, _, conv, gap = mle._active_newton(A, AT, c, float(N), p0, TOL, mle._NEWTON_STEPS, model.dense)
+    assert conv and _gap(A, AT, c, float(N), p) <= TOL + 1e-9
+    p_ref, _, _, _, _ = mle._mle(A, AT, c, float(N), k, TOL, 50_000, model.dense)
+    assert abs(_loglik(AT, c, p) - _loglik(AT, c, p_ref)) <= TOL + 1e-9
+
+
+def test_covering_reaches_every_output_with_the_heaviest_reaching_value():
+    A = np.array([[1.0, 0.5, 0.0, 0.0],
+                  [0.0, 0.5, 0.2, 0.0],
+                  [0.0, 0.0, 0.8, 1.0]])
+    p = np.array([0.7, 0.0, 0.3])
+    # S = {0}: outputs 2 and 3 are lost; value 2 carries the most p_x A[x, y] on both
+    assert list(mle._covering(A, p, np.array([0]), True)) == [0, 2]
+    # no value of p reaches output 2 or 3 except ones with p = 0: any reaching value is taken
+    assert set(mle._covering(A, np.array([1.0, 0.0, 0.0]), np.array([0]), True)) >= {0}
+    cov = mle._covering(A, np.array([1.0, 0.0, 0.0]), np.array([0]), True)
+    assert (A[cov].sum(axis=0) > 0).all()
+
+
+def test_active_newton_reports_failure_with_a_bounding_gap(monkeypatch):
+    # one round of one Newton step cannot converge: it says so, and its gap still bounds the distance
+    model, c, A, AT = _problem("laplace two atoms")
+    k = model.k
+    monkeypatch.setattr(mle, "_ACTIVE_ROUNDS", 1)
+    monkeypatch.setattr(mle, "_ACTIVE_EM", 0)
+    p0 = np.full(k, 1.0 / k)
+    p0[:k // 2] = 0.0
+    p0 /= p0.sum()
+    p, _, conv, gap = mle._active_newton(A, AT, c, float(N), p0, TOL, 1, model.dense, step=False)
+    assert not conv and gap > TOL
+    assert abs(_gap(A, AT, c, float(N), p) - gap) <= 1e-6 * max(1.0, gap)
+    p_ref, _, _, _, _ = mle._mle(A, AT, c, float(N), k, TOL, 50_000, model.dense)
+    assert _loglik(AT, c, p_ref) - _loglik(AT, c, p) <= gap + TOL
+
+
+def _spy(monkeypatch, max_steps=None):
+    """Record whether each _active_newton run converged; ``max_steps`` overrides its inner bound."""
+    calls = []
+    real = mle._active_newton
+
+    def spy(A, AT, c, n, p_start, tol, steps, *rest, **kw):
+        out = real(A, AT, c, n, p_start, tol, steps if max_steps is None else max_steps, *rest, **kw)
+        calls.append(out[2])
+        return out
+
+    monkeypatch.setattr(mle, "_active_newton", spy)
+    return calls
+
+
+def test_mle_tries_the_active_set_on_sparse_iterates_only(monkeypatch):
+    calls = _spy(monkeypatch)
+    model, c, A, AT = _problem("laplace two atoms")
+    p, _, _, conv, gap = mle._mle(A, AT, c, float(N), model.k, TOL, 50_000, model.dense)
+    assert calls == [True] and conv and _gap(A, AT, c, float(N), p) <= TOL + 1e-9
+    # a smooth truth: the EM iterate carries mass on most values, the active set is not tried
+    calls.clear()
+    mech = sl.SparseLaplace(lam=0.3, s=41)
+    model = _model(mech, (0, 199))
+    x = np.arange(200)
+    smooth = np.exp(-0.5 * ((x - 90) / 40.0) ** 2)
+    q = np.maximum(np.asarray(model.unscaled().T @ (smooth / smooth.sum())).ravel(), 0.0)
+    cs = np.random.default_rng(0).multinomial(N, q / q.sum()).astype(float)
+    obs = np.flatnonzero(cs > 0)
+    A2, AT2 = model.columns(obs)
+    p, _, _, conv, _ = mle._mle(A2, AT2, cs[obs], float(N), 200, TOL, 50_000, model.dense)
+    assert calls == [] and conv
+
+
+def test_mle_falls_back_when_the_active_set_fails(monkeypatch):
+    # one round of one inner Newton step fails: the full solver goes on as before and converges
+    calls = _spy(monkeypatch, max_steps=1)
+    monkeypatch.setattr(mle, "_ACTIVE_ROUNDS", 1)
+    monkeypatch.setattr(mle, "_ACTIVE_EM", 0)
+    model, c, A, AT = _problem("laplace two atoms")
+    p, _, _, conv, gap = mle._mle(A, AT, c, float(N), model.k, TOL, 50_000, model.dense)
+    assert calls == [False] and conv and _gap(A, AT, c, float(N), p) <= TOL + 1e-9
+
+
+def test_active_refits_are_certified_and_agree_with_dense_newton_refits(monkeypatch):
+    # on a small channel the MLE's refits are EM + dense Newton; with the dense bound set to 0 the
+    # same replicates go to the active set: every one certified, the same bootstrap distribution
+    model_mech, k, spec = CASES["laplace two atoms"]
+    model = _model(model_mech, (0, k - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ _truth(k, spec)).ravel(), 0.0)
+    from sparseldp.estimation import ReportCounts
+
+    rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(4).multinomial(N, q / q.sum()))
+    est = estimate_frequencies_full(rc, model_mech, domain=(0, k - 1), method="em")
+    assert refits._active_pays(model, est.p) is False  # small: the dense route
+    dense = est.bootstrap(model_mech, B=16, rng=0)
+    used = []
+    real = refits._active_refits
+
+    def spy(*a, **kw):
+        out = real(*a, **kw)
+        used.append(out[1])
+        return out
+
+    monkeypatch.setattr(refits, "_active_refits", spy)
+    monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)
+    assert refits._active_pays(model, est.p)
+    active = est.bootstrap(model_mech, B=16, rng=0)
+    assert len(used) == 1 and used[0].all()  # every replicate certified by the active set itself
+    assert dense.converged == 16 and active.converged == 16
+    for stat in ("mean", "var"):
+        a, d = active.distribution(stat), dense.distribution(stat)
+        assert np.abs(a - d).max() <= 0.05 * d.std() + 1e-9, stat
