@@ -426,3 +426,20 @@ def test_fused_em_run_is_the_em_map_on_the_exact_channel(lam, half, k, b, steps,
         assert np.allclose(got, want, rtol=1e-8, atol=1e-12 * float(want.max()))
     finally:
         model_module.FFT_MIN_NNZ, _toeplitz._MIN_NNZ = saved
+
+
+@pytest.mark.parametrize("diag_sign", [1.0, -1.0])
+def test_dense_matrix_solve_solves_the_system(diag_sign):
+    # the dense Newton system (A diag(w) A^T + diag(d)) x = rhs, formed as W W^T (W = A diag(sqrt w)),
+    # also where the matrix is indefinite (a negative diagonal larger than the Gram's)
+    from sparseldp.estimation.mle import _matrix_solve
+
+    rng = np.random.default_rng(7)
+    k, m = 40, 70
+    A = rng.random((k, m)) ** 3
+    w = rng.random(m) * 1e3 + 1.0
+    d = diag_sign * (rng.random(k) + (0.0 if diag_sign > 0 else 10.0 * (A * A * w).sum(axis=1).max()))
+    rhs = rng.random((k, 2))
+    M = (A * w) @ A.T + np.diag(d)
+    sol = _matrix_solve(A, A.T, w, d, rhs, True)
+    np.testing.assert_allclose(M @ sol, rhs, rtol=0, atol=1e-9 * np.abs(M).max())
