@@ -44,8 +44,13 @@ of 12 values.  So after 600 EM evaluations the solver predicts the remaining
 EM cost from the observed rate of the certificate below and, when a Newton
 method is predicted cheaper, finishes with a primal log-barrier interior-point
 Newton method (banded Cholesky or sparse LU for window channels; see ``mle._newton``), then
-resumes EM if needed.  Both phases are judged by the same certificate, so the
-choice affects speed only, never what "converged" means.
+resumes EM if needed.  Where the first EM iterate is sparse (at most a
+quarter of the values carry mass, as the MLE of spiky data does), Newton runs
+first on an active set of values only, grown by the values whose ``g_x``
+exceeds 1 until the certificate holds on the whole domain (``mle._active_newton``;
+the bootstrap's refits of such an MLE on large channels use it too).  Every
+phase is judged by the same certificate, so the choice affects speed only,
+never what "converged" means.
 
 Convergence rule (a certificate, not a heuristic).  Because ``l`` is concave
 and ``sum_x p_x g_x(p) = 1``, Jensen's inequality gives, for the maximizer
@@ -157,7 +162,9 @@ One module per concern; imports point down this list (none of them imports
   and the Fisher-information standard error;
 * :mod:`~sparseldp.estimation.frequencies`: :func:`estimate_frequencies`,
   :class:`FrequencyEstimate`, :class:`ConvergenceWarning`, argument checks;
-* :mod:`~sparseldp.estimation.solvers`: EM with SQUAREM, the Newton finisher,
+* :mod:`~sparseldp.estimation.refits`: the bootstrap's batched replicate refits;
+* :mod:`~sparseldp.estimation.mle`: the MLE's solver (EM, interior-point Newton, the active set);
+* :mod:`~sparseldp.estimation.solvers`: the SQUAREM step, the EM runs,
   EMS smoothing, least squares and :func:`project_simplex`;
 * :mod:`~sparseldp.estimation.model`: the channel restricted to the domain;
 * :mod:`~sparseldp.estimation.counts`: :class:`ReportCounts`, reports to counts.
