@@ -258,3 +258,60 @@ def test_active_newton_matches_the_full_solver_on_random_channels(k, m, atoms, s
     assert conv and 0.0 <= gap <= TOL
     assert _gap(Ao, AoT, c, float(n), p) <= TOL + 1e-9
     assert _short_of_max(Ao, AoT, c, float(n), k, True, p) <= TOL + 1e-9
+
+
+def test_covering_is_the_same_on_sparse_and_dense_channels():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        A = rng.random((30, 45)) * (rng.random((30, 45)) < 0.15)
+        A[rng.integers(30, size=45), np.arange(45)] += 0.5  # every output reachable
+        p = np.zeros(30)
+        p[rng.choice(30, 4, replace=False)] = rng.random(4) if trial % 2 else 0.0
+        S = np.flatnonzero(p > 0) if trial % 2 else np.array([3])
+        dense = mle._covering(A, p, S, True)
+        sparse = mle._covering(sp.csr_array(A), p, S, False)
+        assert list(dense) == list(sparse)
+        assert (A[dense].sum(axis=0) > 0).all()
+
+
+def test_active_sparse_needs_few_values_and_little_mass_outside():
+    k = 1000
+    atoms = np.zeros(k)
+    atoms[[370, 700]] = [0.6, 0.4]
+    assert mle._active_sparse(atoms)
+    assert mle._active_sparse(atoms + 1e-4 / k)  # 1e-4 of the mass spread thinly: still sparse
+    assert not mle._active_sparse(atoms + 0.02 / k)  # a 2 % floor: the MLE is spread, not sparse
+    assert not mle._active_sparse(np.full(k, 1.0 / k))
+    wide = np.zeros(k)
+    wide[:300] = 1.0  # 30 % of the values carry mass
+    assert not mle._active_sparse(wide)
+
+
+def test_active_set_gives_up_after_sets_it_cannot_solve(monkeypatch):
+    # every inner run unsolved (Newton stopped after one step, no EM finish): the active set stops
+    # after _ACTIVE_STALLS rounds instead of growing for _ACTIVE_ROUNDS, and _mle finishes without it
+    model, c, A, AT = _problem("laplace atoms and bump")
+    k = model.k
+    monkeypatch.setattr(mle, "_ACTIVE_EM", 0)
+    monkeypatch.setattr(mle, "_ACTIVE_EM_FINISH", 0)
+    rounds = []
+    real = mle._newton
+
+    def one_step(A_, AT_, c_, n_, p_, gap_, tol_, steps_, dense_, band_=None, step_=True):
+        if A_.shape[0] < k:  # an active set's run
+            rounds.append(A_.shape[0])
+            steps_ = 1
+        return real(A_, AT_, c_, n_, p_, gap_, tol_, steps_, dense_, band_, step_)
+
+    monkeypatch.setattr(mle, "_newton", one_step)
+    p0 = np.full(k, 1.0 / k)
+    p0[k // 2:] = 0.0
+    p0 /= p0.sum()
+    p, _, conv, gap = mle._active_newton(A, AT, c, float(N), p0, TOL, mle._NEWTON_STEPS, model.dense)
+    assert not conv and len(rounds) == mle._ACTIVE_STALLS
+    rounds.clear()
+    monkeypatch.setattr(mle, "_ACTIVE_MASS", 1.0)  # let _mle try it on any iterate with few values
+    p, _, _, conv, gap = mle._mle(A, AT, c, float(N), k, TOL, 50_000, model.dense)
+    assert conv and gap <= TOL and len(rounds) <= mle._ACTIVE_STALLS

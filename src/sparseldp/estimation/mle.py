@@ -24,22 +24,32 @@ import scipy.sparse.linalg as spla
 from .solvers import _squarem
 
 
-# Active-set Newton (_active_newton): tried first when the values carrying more than _ACTIVE_REL of the
-# largest mass after the first EM run are at most _ACTIVE_SHARE of the domain.  The set's rules
+# Active-set Newton (_active_newton): tried first when the first EM run's iterate is sparse
+# (_active_sparse: the values carrying more than _ACTIVE_REL of the largest mass are at most
+# _ACTIVE_SHARE of the domain, and the others carry at most _ACTIVE_MASS of it; two atoms on 1,000 or
+# 10^4 values left 1.4-3.1e-4 outside after 600 EM evaluations, two atoms over a floor of 0.2 % / 2 %
+# 1.1e-3 / 2.7e-3).  The set's rules
 # (see its docstring): at most _ACTIVE_ADD values join a round, with _ACTIVE_NEW of the largest mass;
 # values below _ACTIVE_DROP of it with g < 1 - _ACTIVE_SLACK leave; _ACTIVE_EM EM steps before each
 # Newton run (Gaussian window 701, two atoms, 40 refits: 6.9 s with 20 against 12.8 s with none),
-# _ACTIVE_EM_FINISH after one that stalls; at most _ACTIVE_ROUNDS rounds.  The refits of 60
+# _ACTIVE_EM_FINISH after one that stalls; at most _ACTIVE_ROUNDS rounds, and it gives up after
+# _ACTIVE_STALLS rounds in a row whose set it could not solve (two atoms over a 2 % floor on 10^4
+# values, window 275, let the set grow by 60 values a round, each unsolved: 148 s before the full
+# solver's 11 s, without this rule and the mass criterion).  The refits of 60
 # replicates converged alike with _ACTIVE_DROP from 1e-8 to 1e-4 (3.6-4.8 s).
 _ACTIVE_REL = 1e-4
 _ACTIVE_SHARE = 0.25
+_ACTIVE_MASS = 5e-4
 _ACTIVE_NEW = 1e-3
 _ACTIVE_DROP = 1e-6
 _ACTIVE_SLACK = 1e-3
 _ACTIVE_ROUNDS = 20
+_ACTIVE_STALLS = 2
 _ACTIVE_ADD = 64
 _ACTIVE_EM = 20
 _ACTIVE_EM_FINISH = 2000
+# Sets of a sparse channel run dense while |S| x m' is at most this; sparse (product and LU) beyond.
+_ACTIVE_DENSE = 200_000
 
 
 def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
@@ -236,8 +246,12 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True, rel=_
     Newton (cheap; they move the values that just entered), and
     :data:`_ACTIVE_EM_FINISH` EM evaluations after a Newton run that stalls
     (the barrier can stall on an ill-conditioned set; EM's multiplicative
-    steps also empty the values that should leave).  ``max_steps`` bounds each
-    inner Newton run; at most :data:`_ACTIVE_ROUNDS` rounds.  Returns
+    steps also empty the values that should leave).  It gives up (not converged,
+    the caller's full solver takes over) after :data:`_ACTIVE_STALLS` rounds in
+    a row whose set it could not solve: then the problem is not sparse.  On a
+    window channel the set's matrices stay sparse once ``|S| m'`` exceeds
+    :data:`_ACTIVE_DENSE` (each value reaches only its window).  ``max_steps``
+    bounds each inner Newton run; at most :data:`_ACTIVE_ROUNDS` rounds.  Returns
     ``(p, steps, converged, gap)`` as :func:`_newton` (with ``step``, ``p`` is
     one EM step beyond the certified point).
 
@@ -249,29 +263,36 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True, rel=_
     k = A.shape[0]
     p = np.maximum(np.asarray(p_start, dtype=float), 0.0)
     S = np.flatnonzero(p > rel * p.max())
-    steps, best = 0, None
+    steps, best, stalls = 0, None, 0
     left = np.zeros(k, bool)
     for _ in range(_ACTIVE_ROUNDS):
         S = _covering(A, p, S, dense)
-        AS = np.asarray(A[S]) if dense else A[S].toarray()
+        # a window channel stays sparse: the set's rows reach few outputs each, so its Newton system is
+        # a sparse product and LU (dense, it was |S|^2 m' a step: 10-20 s a run at |S| = 900, m' = 10^4)
+        dense_s = dense or S.size * A.shape[1] <= _ACTIVE_DENSE
+        AS = (np.asarray(A[S]) if dense else A[S].toarray()) if dense_s else sp.csr_array(A[S])
+        AST = AS.T if dense_s else sp.csr_array(AS.T)
         ps = np.maximum(p[S], _ACTIVE_REL * p.max())
         ps /= ps.sum()
-        ps, _, inner, gap_s = _em(AS, AS.T, c, n, ps, 0.5 * tol, _ACTIVE_EM, None, False)
+        ps, _, inner, gap_s = _em(AS, AST, c, n, ps, 0.5 * tol, _ACTIVE_EM, None, False)
         st = 0
         if not inner:
-            ps, st, inner, gap_s = _newton(AS, AS.T, c, n, ps, gap_s, 0.5 * tol, max_steps, True, None, False)
+            ps, st, inner, gap_s = _newton(AS, AST, c, n, ps, gap_s, 0.5 * tol, max_steps, dense_s, None, False)
             if not inner:  # the barrier stalled (ill-conditioned): EM on the set from where it stopped
-                ps, _, inner, _ = _em(AS, AS.T, c, n, ps, 0.5 * tol, _ACTIVE_EM_FINISH, None, False)
+                ps, _, inner, _ = _em(AS, AST, c, n, ps, 0.5 * tol, _ACTIVE_EM_FINISH, None, False)
         steps += st
+        stalls = 0 if inner else stalls + 1
         p = np.zeros(k)
         p[S] = ps
-        q = AS.T @ ps
+        q = AST @ ps
         g = (A @ (c / q)) / n
         gap = n * math.log(max(float(g.max()), 1e-300))
         if best is None or gap < best[1]:
             best = (p * g if step else p.copy(), gap)
         if gap <= tol:
             return best[0], steps, True, max(gap, 0.0)
+        if stalls >= _ACTIVE_STALLS:
+            break  # the sets are not solved either: not a sparse problem; the full solver takes over
         outside = np.ones(k, bool)
         outside[S] = False
         up = outside & (g > 1.0)
@@ -300,19 +321,36 @@ def _peaks(g):
     return peak
 
 
+def _active_sparse(p) -> bool:
+    """Whether ``p`` is sparse enough for :func:`_active_newton`: at most :data:`_ACTIVE_SHARE` of the
+    values carry more than :data:`_ACTIVE_REL` of the largest mass, and the rest carry at most
+    :data:`_ACTIVE_MASS` of the total."""
+    small = p <= _ACTIVE_REL * p.max()
+    return p.size - np.count_nonzero(small) <= _ACTIVE_SHARE * p.size and p[small].sum() <= _ACTIVE_MASS * p.sum()
+
+
 def _covering(A, p, S, dense):
     """``S`` plus, for each output that no value of ``S`` reaches, the value with the largest
     ``p_x A[x, y]`` (any reaching value if ``p`` is 0 on all of them): the restricted likelihood
-    must be finite."""
+    must be finite.  Sparse channels stay sparse (the lost outputs can number in the thousands)."""
     reach = np.asarray(A[S].sum(axis=0)).ravel() if S.size else np.zeros(A.shape[1])
     lost = np.flatnonzero(reach <= 0)
     if lost.size == 0:
         return S
-    cols = np.asarray(A[:, lost]) if dense else A[:, lost].toarray()
-    weight = cols * p[:, None]
-    none = weight.max(axis=0) <= 0
-    weight[:, none] = cols[:, none]
-    return np.union1d(S, np.unique(weight.argmax(axis=0)))
+    if dense:
+        cols = np.asarray(A[:, lost])
+        weight = cols * p[:, None]
+        pick = weight.argmax(axis=0)
+        none = weight.max(axis=0) <= 0
+        pick[none] = cols[:, none].argmax(axis=0)
+    else:
+        cols = sp.csc_array(A[:, lost])
+        weight = sp.csc_array(cols.multiply(p[:, None]))
+        pick = np.asarray(weight.argmax(axis=0)).ravel()
+        none = np.asarray(weight.max(axis=0).toarray()).ravel() <= 0
+        if none.any():
+            pick[none] = np.asarray(cols[:, np.flatnonzero(none)].argmax(axis=0)).ravel()
+    return np.union1d(S, np.unique(pick))
 
 
 # EM evaluations before the solver considers switching to Newton.
@@ -407,7 +445,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         if newton_cost is None:
             newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
-        if not tried_active and np.count_nonzero(p > _ACTIVE_REL * p.max()) <= _ACTIVE_SHARE * k:
+        if not tried_active and _active_sparse(p):
             tried_active = True  # a sparse iterate: Newton on its active set first (once)
             p_a, s_a, conv_a, gap_a = _active_newton(A, AT, c, n, p, tol, _NEWTON_STEPS, dense, step)
             steps += s_a

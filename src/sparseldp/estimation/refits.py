@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._parallel import blocks_for, map_blocks, one_blas_thread
-from .mle import _ACTIVE_REL, _ACTIVE_SHARE, _NEWTON_STEPS, _active_newton, _dense_newton_cost, _newton
+from .mle import _NEWTON_STEPS, _active_newton, _active_sparse, _dense_newton_cost, _newton
 from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
@@ -224,11 +224,10 @@ def _dense_exact(model):
 
 def _active_pays(model, p_hat) -> bool:
     """Whether the MLE's refits go to the active-set Newton (``mle._active_newton``): beyond the dense
-    Newton bound of :func:`_dense_exact`, where ``p_hat`` is sparse (at most ``mle._ACTIVE_SHARE`` of the
-    values carry more than ``mle._ACTIVE_REL`` of its largest mass)."""
+    Newton bound of :func:`_dense_exact`, where ``p_hat`` is sparse (``mle._active_sparse``)."""
     if _dense_newton_cost(model.k, model.m) <= _REFIT_NEWTON_COST:
         return False
-    return np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) <= _ACTIVE_SHARE * model.k
+    return _active_sparse(p_hat)
 
 
 def _active_refits(model, CT, n, p_hat, tol):
