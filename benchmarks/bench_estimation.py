@@ -183,6 +183,14 @@ def run() -> list[dict]:
     return rows
 
 
+def _direct_counts(model, p, n: int, seed: int):
+    """Report counts drawn directly from the output distribution ``Q^T p`` (no per-report sampling)."""
+    from sparseldp.estimation import ReportCounts
+
+    q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
+    return ReportCounts(int(model.outputs[0]), np.random.default_rng(seed).multinomial(n, q / q.sum()))
+
+
 def _hard_population(mech, n) -> list[dict]:
     """A harder truth on the same domain: a wide bump, a narrow one and one atom holding 10 %.
 
@@ -204,15 +212,14 @@ def _hard_population(mech, n) -> list[dict]:
 def _hard_fit(mech, n):
     """The harder truth ``p``, its ``auto`` estimate from ``n`` reports' counts (drawn directly, seeded)
     and the fit's time."""
-    from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
+    from sparseldp.estimation import _model, estimate_frequencies_full
 
     x = np.arange(K, dtype=float)
     p = np.exp(-0.5 * ((x - 0.35 * K) / (0.08 * K)) ** 2) + 0.4 * np.exp(-0.5 * ((x - 0.75 * K) / (0.01 * K)) ** 2)
     p = 0.9 * p / p.sum()
     p[K // 5] += 0.1
     model = _model(mech, (0, K - 1))
-    q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
-    rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(7).multinomial(n, q / q.sum()))
+    rc = _direct_counts(model, p, n, seed=7)
     t0 = time.perf_counter()
     est = estimate_frequencies_full(rc, mech, domain=(0, K - 1), method="auto")
     return p, est, time.perf_counter() - t0
@@ -265,7 +272,7 @@ def _mid_domain() -> list[dict]:
     a sparse channel) and Gaussian (window 701, wider than the domain: a dense one), on two bumps and
     on two atoms, 10^6 reports (counts drawn directly), one run each; then the bootstrap B = 200."""
     import sparseldp as sl
-    from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
+    from sparseldp.estimation import _model, estimate_frequencies_full
 
     k = 1000
     x = np.arange(k, dtype=float)
@@ -277,8 +284,7 @@ def _mid_domain() -> list[dict]:
         mech = sl.design(fam, eps=1, delta=1e-6, H=10).mechanism
         model = _model(mech, (0, k - 1))
         for shape, p in (("two bumps", bumps / bumps.sum()), ("two atoms", atoms)):
-            q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
-            rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(1).multinomial(10**6, q / q.sum()))
+            rc = _direct_counts(model, p, 10**6, seed=1)
             t0 = time.perf_counter()
             est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="auto")
             t_fit = time.perf_counter() - t0
@@ -300,7 +306,7 @@ def _sparse_mle() -> list[dict]:
     import warnings
 
     import sparseldp as sl
-    from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full, refits
+    from sparseldp.estimation import _model, estimate_frequencies_full, refits
 
     k = 10_000
     mech = sl.design("laplace", eps=1, delta=1e-6, H=10).mechanism
@@ -310,8 +316,7 @@ def _sparse_mle() -> list[dict]:
         p = np.full(k, floor / k)
         p[3000] += 0.6 * (1 - floor)
         p[7000] += 0.4 * (1 - floor)
-        q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
-        rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(1).multinomial(10**7, q / q.sum()))
+        rc = _direct_counts(model, p, 10**7, seed=1)
         t0 = time.perf_counter()
         est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em")
         t_fit = time.perf_counter() - t0

@@ -87,14 +87,12 @@ def small_blas(k: int, m: int):
     bootstrap B = 200 with its Newton finish) 1.4 s with one thread against 5.3 s with OpenBLAS's
     two while another process kept one of the two cores busy, and the same 1.45 s on a quiet machine.
     """
-    if threadpool_limits is None or k * m > _SMALL_BLAS:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    return contextlib.nullcontext() if k * m > _SMALL_BLAS else one_blas_thread()
 
 
 def one_blas_thread():
     """A context in which BLAS uses one thread (threadpoolctl, where installed; else it changes nothing):
-    for small matrix products run in threads of their own (``refits._active_refits``)."""
+    for small matrix products (:func:`small_blas`; ``refits._active_refits``, whose blocks run in threads)."""
     if threadpool_limits is None:
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")

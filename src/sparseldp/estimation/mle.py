@@ -221,13 +221,13 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, s
     return best[0], steps, False, best[1]
 
 
-def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True, rel=_ACTIVE_REL):
+def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True):
     r"""Newton (:func:`_newton`) on an active set of values, grown until the certificate holds on all ``k``.
 
     The MLE of a deconvolution is sparse: most values carry no mass (it is
     discrete, with few support points, wherever the kernel is smooth).  So
     the interior-point Newton runs on the values ``S`` that carry mass in
-    ``p_start`` (above ``rel`` of its largest), plus one value reaching each
+    ``p_start`` (above :data:`_ACTIVE_REL` of its largest), plus one value reaching each
     observed output that ``S`` does not reach (:func:`_covering`), as a dense
     ``|S| x m'`` problem: ``O(|S|^2 m')`` a step instead of ``O(k^2 m')`` (dense)
     or a banded solve over all ``k`` values.  Then ``g = A (c / q) / n`` is
@@ -262,7 +262,7 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True, rel=_
     """
     k = A.shape[0]
     p = np.maximum(np.asarray(p_start, dtype=float), 0.0)
-    S = np.flatnonzero(p > rel * p.max())
+    S = np.flatnonzero(p > _ACTIVE_REL * p.max())
     steps, best, stalls = 0, None, 0
     left = np.zeros(k, bool)
     for _ in range(_ACTIVE_ROUNDS):
@@ -270,8 +270,13 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True, rel=_
         # a window channel stays sparse: the set's rows reach few outputs each, so its Newton system is
         # a sparse product and LU (dense, it was |S|^2 m' a step: 10-20 s a run at |S| = 900, m' = 10^4)
         dense_s = dense or S.size * A.shape[1] <= _ACTIVE_DENSE
-        AS = (np.asarray(A[S]) if dense else A[S].toarray()) if dense_s else sp.csr_array(A[S])
-        AST = AS.T if dense_s else sp.csr_array(AS.T)
+        AS = A[S]
+        if dense_s:
+            AS = np.asarray(AS) if dense else AS.toarray()
+            AST = AS.T
+        else:
+            AS = sp.csr_array(AS)
+            AST = sp.csr_array(AS.T)
         ps = np.maximum(p[S], _ACTIVE_REL * p.max())
         ps /= ps.sum()
         ps, _, inner, gap_s = _em(AS, AST, c, n, ps, 0.5 * tol, _ACTIVE_EM, None, False)
@@ -438,6 +443,12 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         evals += e
         if conv or evals >= max_iter:
             return p, evals, steps, conv, gap
+        if not tried_active and _active_sparse(p):
+            tried_active = True  # a sparse iterate: Newton on its active set first (once)
+            p_a, s_a, conv_a, gap_a = _active_newton(A, AT, c, n, p, tol, _NEWTON_STEPS, dense, step)
+            steps += s_a
+            if conv_a:
+                return p_a, evals, steps, True, gap_a
         # predicted remaining EM evaluations from the second half of this run
         half = [gp for ev, gp in hist if ev >= e // 2 and gp > 0]
         rate = (gap / half[0]) ** (1.0 / max(1, e - e // 2)) if half and gap > 0 else 1.0
@@ -445,12 +456,6 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         if newton_cost is None:
             newton_cost = _NEWTON_TYPICAL * _newton_cost(A, dense)
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
-        if not tried_active and _active_sparse(p):
-            tried_active = True  # a sparse iterate: Newton on its active set first (once)
-            p_a, s_a, conv_a, gap_a = _active_newton(A, AT, c, n, p, tol, _NEWTON_STEPS, dense, step)
-            steps += s_a
-            if conv_a:
-                return p_a, evals, steps, True, gap_a
         if tries < _NEWTON_TRIES and (predicted or not em_cheaper):
             tries += 1
             band = _band_of(FA) if not dense else None

@@ -178,22 +178,6 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None, False
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
-    if _active_pays(model, p_hat):
-        # a sparse MLE on a large channel: Newton on each replicate's active set, from p_hat itself (the
-        # set grows where the replicate needs values p_hat has not); EM from the mixed start for the rest
-        P, conv, gaps = _active_refits(model, CT, float(n), p_hat, tol)
-        left = np.flatnonzero(~conv)
-        if left.size:
-            parts = map_blocks(lambda r: _refit_em(A, AT, np.ascontiguousarray(CT[:, left[r]]), float(n),
-                                                   np.repeat(start[:, None], left[r].size, axis=1), tol, max_iter),
-                               left.size, blocks_for(dense, left.size))
-            P[:, left] = np.hstack([part[0] for part in parts])
-            conv[left] = np.concatenate([part[1] for part in parts])
-            gaps[left] = np.concatenate([part[2] for part in parts])
-        P = np.maximum(P, 0.0).T
-        return P / P.sum(axis=1, keepdims=True), conv, gaps, False
-    exact = _dense_exact(model)
-    budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
 
     def em(cols, P0, evals):
         parts = map_blocks(lambda r: _refit_em(A, AT, np.ascontiguousarray(CT[:, cols[r]]), float(n),
@@ -201,14 +185,24 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         return (np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts]),
                 np.concatenate([part[2] for part in parts]))
 
-    P, conv, gaps = em(np.arange(B), np.repeat(start[:, None], B, axis=1), budget)
-    if exact is not None:
-        # small channels: EM's slow tail (sublinear where the MLE has zeros) left to Newton, column by column
-        _newton_finish(exact, CT, float(n), P, conv, gaps, tol)
+    if _active_pays(model, p_hat):
+        # a sparse MLE on a large channel: Newton on each replicate's active set, from p_hat itself (the
+        # set grows where the replicate needs values p_hat has not); EM from the mixed start for the rest
+        P, conv, gaps = _active_refits(model, CT, float(n), p_hat, tol)
         left = np.flatnonzero(~conv)
-        if left.size and max_iter > budget:  # Newton failed: EM gets the rest of the budget from there
-            P0 = np.maximum(P[:, left], 0.0) + 1e-12
-            P[:, left], conv[left], gaps[left] = em(left, P0 / P0.sum(axis=0), max_iter - budget)
+        if left.size:
+            P[:, left], conv[left], gaps[left] = em(left, np.repeat(start[:, None], left.size, axis=1), max_iter)
+    else:
+        exact = _dense_exact(model)
+        budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
+        P, conv, gaps = em(np.arange(B), np.repeat(start[:, None], B, axis=1), budget)
+        if exact is not None:
+            # small channels: EM's slow tail (sublinear where the MLE has zeros) left to Newton per column
+            _newton_finish(exact, CT, float(n), P, conv, gaps, tol)
+            left = np.flatnonzero(~conv)
+            if left.size and max_iter > budget:  # Newton failed: EM gets the rest of the budget from there
+                P0 = np.maximum(P[:, left], 0.0) + 1e-12
+                P[:, left], conv[left], gaps[left] = em(left, P0 / P0.sum(axis=0), max_iter - budget)
     P = np.maximum(P, 0.0).T
     return P / P.sum(axis=1, keepdims=True), conv, gaps, False
 
