@@ -126,6 +126,9 @@ _EMS_WEIGHTS = (0.25, 0.125, 0.03125)
 _STOP_MULTS = (2, 4, 8)
 # Cap on the steps of the discrepancy-stopped EM members.
 _STOP_CAP = 20_000
+# The stopped EM's deviance is computed at every step for the first 2 x this many steps, then every this many
+# steps (the deviance never rises under EM; a column found below is rerun from the previous check).
+_DEV_EVERY = 16
 # EMS on the training folds stops when its estimated TV distance to the fixed point is below this.
 _SELECT_TOL = 1e-6
 # Slack, in standard errors of the held-out difference, granted to a more regularized member.
@@ -181,6 +184,14 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
     (number of ``y`` with ``C_yj > 0``), ``q`` unscaled (``scale`` undoes the column scaling);
     for each ``f`` in ``mults`` the same EM is also kept at step ``f max(t_j, 1)``.  Every step
     count is capped at ``cap``.  Returns ({1: P at the stop, f: P at f times it, ...}, t per column).
+
+    The deviance is ``-2`` times the log-likelihood plus a constant, and EM never lowers the
+    likelihood, so it never rises from step to step.  It is therefore computed (a logarithm per
+    column and output) at every step only for the first ``2 J`` steps (``J`` =
+    :data:`_DEV_EVERY`), then every ``J`` steps and at the cap; a column found below its target
+    at a check is rerun from the previous check, one step at a time, to its first step below
+    (:func:`_first_below`).  The stops are those of a check at every step (up to rounding in the
+    rerun's products).  The multiples ``f t_j >= 2 t_j`` lie beyond the check that found ``t_j``.
     """
     k = A.shape[0]
     b = C.shape[1]
@@ -189,34 +200,47 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
     target = (CR > 0).sum(axis=1).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         logc = np.where(CR > 0, np.log(CR / n[:, None]), 0.0)
+
+    def deviance(rows, Q):
+        with np.errstate(divide="ignore"):
+            return 2.0 * (CR[rows] * (logc[rows] - np.log(np.maximum(Q * scale, _Q_FLOOR)))).sum(axis=1)
+
     out = {f: np.full((b, k), 1.0 / k) for f in (1, *mults)}
     steps = np.full(b, cap)
     at = {f: np.full(b, -1) for f in mults}  # the step at which multiple f is taken (-1: not yet known)
     taken = {f: np.zeros(b, bool) for f in mults}
     done = np.zeros(b, bool)
+    check = {"t": 0, "P": None}  # the last check: its step and the rows then
 
-    wait = 0  # nothing to do before this step (set once every stop is known)
+    wait = 0  # nothing to do before this step: the next check or multiple
 
     def observe(t, P, Q):  # rows: P after t steps, Q = A^T P
         nonlocal wait
         if t < wait:
             return False
-        if not done.all():
-            with np.errstate(divide="ignore"):
-                dev = 2.0 * (CR * (logc - np.log(np.maximum(Q * scale, _Q_FLOOR)))).sum(axis=1)
-            now = ~done & (dev <= target)
-            out[1][now] = P[now]
-            steps[now] = t
+        if not done.all() and (t < 2 * _DEV_EVERY or t % _DEV_EVERY == 0 or t == cap):
+            rows = np.flatnonzero(~done)
+            now = rows[deviance(rows, Q[rows]) <= target[rows]]
+            if now.size and t > check["t"] + 1:  # below somewhere after the last check: find where
+                first, Pf = _first_below(A, AT, check["P"][now], CR[now], 1.0 / n[now], check["t"], t,
+                                         lambda r, Qr: deviance(now[r], Qr) <= target[now[r]])
+                out[1][now], steps[now] = Pf, first
+            elif now.size:
+                out[1][now], steps[now] = P[now], t
             done[now] = True
             for f in mults:
-                at[f][now] = _stop_steps(t, f, cap)
+                at[f][now] = [_stop_steps(int(s), f, cap) for s in steps[now]]
+            check["t"], check["P"] = t, P.copy()
         for f in mults:
             hit = (at[f] == t) & ~taken[f]
             out[f][hit] = P[hit]
             taken[f] |= hit
         finished = done.all() and all(v.all() for v in taken.values())
-        if done.all() and not finished:  # the next step at which a multiple is taken
-            wait = min(int(at[f][~taken[f]].min()) for f in mults if not taken[f].all())
+        if not finished:
+            nxt = [] if done.all() else [t + 1 if t + 1 < 2 * _DEV_EVERY
+                                         else min(cap, (t // _DEV_EVERY + 1) * _DEV_EVERY)]
+            nxt += [int(at[f][(at[f] > t) & ~taken[f]].min()) for f in mults if ((at[f] > t) & ~taken[f]).any()]
+            wait = min(nxt)
         return finished
 
     P = _em_run(A, AT, np.full((b, k), 1.0 / k), CR, cap, 1.0 / n, observe)
@@ -225,6 +249,27 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
         X[left] = P[left]
         X /= X.sum(axis=1, keepdims=True)
     return {f: X.T for f, X in out.items()}, steps
+
+
+def _first_below(A, AT, P0, CR, inv_n, t0: int, t1: int, below):
+    """Rerun EM on the rows ``P0`` (after ``t0`` steps) to the first step ``<= t1`` at which ``below(rows,
+    Q)`` holds for each row (at ``t1`` if it never does first: rounding); ``(steps, rows there)``."""
+    first = np.full(P0.shape[0], t1)
+    Pf = np.array(P0)
+    found = np.zeros(P0.shape[0], bool)
+
+    def observe(t, P, Q):
+        if t == 0:
+            return False  # the previous check's step: above the target there
+        rows = np.flatnonzero(~found)
+        hit = rows[below(rows, Q[rows])]
+        first[hit], Pf[hit] = t0 + t, P[hit]
+        found[hit] = True
+        return bool(found.all())
+
+    P = _em_run(A, AT, P0, CR, t1 - t0, inv_n, observe)
+    Pf[~found] = P[~found]
+    return first, Pf
 
 
 def _logq(AT, P) -> np.ndarray:
