@@ -197,20 +197,25 @@ def test_stop_multiples_are_the_same_em_further_on():
 
 
 def _first_stops(A, AT, C, scale, cap):
-    """Reference for auto._stopped_cols: plain EM, the deviance computed after every step."""
+    """Reference for auto._stopped_cols: plain EM, the deviance computed after every step; per column
+    (the stop t, P there, P after min(2 max(t, 1), cap) steps)."""
     n = C.sum(axis=0)
     out = []
     for j in range(C.shape[1]):
         c = C[:, j]
         P = np.full((A.shape[0], 1), 1.0 / A.shape[0])
+        stop = None
         for t in range(cap + 1):
-            q = np.asarray(AT @ P)[:, 0] * scale
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dev = 2.0 * float(np.where(c > 0, c * np.log(c / (n[j] * q)), 0.0).sum())
-            if dev <= (c > 0).sum() or t == cap:
+            if stop is None:
+                q = np.asarray(AT @ P)[:, 0] * scale
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    dev = 2.0 * float(np.where(c > 0, c * np.log(c / (n[j] * q)), 0.0).sum())
+                if dev <= (c > 0).sum() or t == cap:
+                    stop, at_stop = t, P[:, 0] / P.sum()
+            if stop is not None and t == min(2 * max(stop, 1), cap):
                 break
             P = _ems_map(A, AT, C[:, j:j + 1], 1.0 / n[j], P, 0, 0.25)
-        out.append((t, P[:, 0] / P.sum()))
+        out.append((stop, at_stop, P[:, 0] / P.sum()))
     return out
 
 
@@ -239,10 +244,11 @@ def test_stop_is_the_first_step_below_the_target(request, fft):
     cap = 3_000
     Ps, steps = auto._stopped_cols(A, AT, C, scale, cap, (2,))
     ref = _first_stops(EA, EAT, C, scale, cap)
-    assert [t for t, _ in ref] == list(steps)
+    assert [t for t, _, _ in ref] == list(steps)
     assert sum(2 * auto._DEV_EVERY < t < cap and t % auto._DEV_EVERY for t in steps) >= 3  # reruns needed
-    for j, (t, P) in enumerate(ref):
+    for j, (t, P, P2) in enumerate(ref):
         assert np.allclose(Ps[1][:, j], P, rtol=1e-7, atol=1e-12)
+        assert np.allclose(Ps[2][:, j], P2, rtol=1e-7, atol=1e-12)  # the multiple: the same EM at 2 t
 
 
 def test_large_channel_has_no_stop_multiples(monkeypatch):
