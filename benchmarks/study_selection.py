@@ -146,9 +146,7 @@ def _extend_path():
 
     if EXTRA_EMS and not set(EXTRA_EMS) <= set(auto._EMS_WEIGHTS):
         auto._EMS_WEIGHTS = auto._EMS_WEIGHTS + EXTRA_EMS
-        auto._PATH = (tuple(("ems", w) for w in auto._EMS_WEIGHTS[:-len(EXTRA_EMS)])
-                      + tuple(("stop", f) for f in (1, *auto._STOP_MULTS))
-                      + tuple(("ems", w) for w in EXTRA_EMS) + (("mle", 0),))
+        auto._PATH = auto._PATH[:-1] + tuple(("ems", w) for w in EXTRA_EMS) + auto._PATH[-1:]  # before the MLE
 
 
 def _case_record(i, mech, k, pop, n):

@@ -210,19 +210,18 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
     at = {f: np.full(b, -1) for f in mults}  # the step at which multiple f is taken (-1: not yet known)
     taken = {f: np.zeros(b, bool) for f in mults}
     done = np.zeros(b, bool)
-    check = {"t": 0, "P": None}  # the last check: its step and the rows then
-
+    check_t, check_P = 0, None  # the last check: its step and the rows then
     wait = 0  # nothing to do before this step: the next check or multiple
 
     def observe(t, P, Q):  # rows: P after t steps, Q = A^T P
-        nonlocal wait
+        nonlocal wait, check_t, check_P
         if t < wait:
             return False
         if not done.all() and (t < 2 * _DEV_EVERY or t % _DEV_EVERY == 0 or t == cap):
             rows = np.flatnonzero(~done)
             now = rows[deviance(rows, Q[rows]) <= target[rows]]
-            if now.size and t > check["t"] + 1:  # below somewhere after the last check: find where
-                first, Pf = _first_below(A, AT, check["P"][now], CR[now], 1.0 / n[now], check["t"], t,
+            if now.size and t > check_t + 1:  # below somewhere after the last check: find where
+                first, Pf = _first_below(A, AT, check_P[now], CR[now], 1.0 / n[now], check_t, t,
                                          lambda r, Qr: deviance(now[r], Qr) <= target[now[r]])
                 out[1][now], steps[now] = Pf, first
             elif now.size:
@@ -230,7 +229,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
             done[now] = True
             for f in mults:
                 at[f][now] = [_stop_steps(int(s), f, cap) for s in steps[now]]
-            check["t"], check["P"] = t, P.copy()
+            check_t, check_P = t, P.copy()
         for f in mults:
             hit = (at[f] == t) & ~taken[f]
             out[f][hit] = P[hit]
@@ -239,7 +238,8 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
         if not finished:
             nxt = [] if done.all() else [t + 1 if t + 1 < 2 * _DEV_EVERY
                                          else min(cap, (t // _DEV_EVERY + 1) * _DEV_EVERY)]
-            nxt += [int(at[f][(at[f] > t) & ~taken[f]].min()) for f in mults if ((at[f] > t) & ~taken[f]).any()]
+            pending = (at[f][(at[f] > t) & ~taken[f]] for f in mults)
+            nxt += [int(v.min()) for v in pending if v.size]
             wait = min(nxt)
         return finished
 
