@@ -13,11 +13,12 @@ them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bo
 replicates, and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
 default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
-variance and the CDF at 60.  The three
-interval kinds are scored ("hull" = the smallest interval holding the next two,
-the default; "basic" = reflected percentiles; "percentile").
+variance and the CDF at 60.  The four
+interval kinds are scored ("span" = the normal interval of the estimate stretched
+to its bias-corrected value, the default; "hull" = the smallest interval holding
+the last two; "basic" = reflected percentiles; "percentile").
 Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
-one bootstrap (B = 200) and the note ``hull <cov> (w <width>) | basic ... | pct ...``
+one bootstrap (B = 200) and the note ``span <cov> (w <width>) | hull ... | basic ... | pct ...``
 (coverage in %, mean interval width).  Target: 93-97 %.
 
 Repetitions: ``REPS[method]`` (200 for auto and EMS; 8 for EM, 20 with
@@ -44,6 +45,7 @@ B = 200
 # `make bench` runs EM with 8 repetitions (a rough check, +-15 points); SPARSELDP_BENCH_FULL=1 runs 20
 REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
 SHAPES = ("smooth", "bimodal", "spiky")
+KINDS = ("span", "hull", "basic", "percentile")
 STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}),
          ("median-interp", {"q": 0.5, "method": "interpolated"}),
          ("p90-interp", {"q": 0.9, "method": "interpolated"}), ("var", {}), ("cdf60", {"x": 60}))
@@ -83,7 +85,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     p = population(shape)
     truth = _truth(p)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
-    res = {name: {"hull": [], "basic": [], "percentile": []} for name, _ in STATS}
+    res = {name: {kind: [] for kind in KINDS} for name, _ in STATS}
     times = []
     for _ in range(reps):
         x = gen.choice(K, size=N, p=p)
@@ -97,7 +99,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
         for name, kw in STATS:
             stat = name if name in ("mean", "var") else "cdf" if name.startswith("cdf") else \
                 "range" if name.startswith("range") else "quantile"
-            for kind in ("hull", "basic", "percentile"):
+            for kind in KINDS:
                 lo, hi = bs.interval(stat, 0.95, kind=kind, **kw)
                 res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
     return res, times
@@ -108,7 +110,8 @@ def _rows(method, shape, reps):
     rows = []
     for name, _ in STATS:
         parts = []
-        for kind, tag in (("hull", "hull"), ("basic", "basic"), ("percentile", "pct")):
+        for kind in KINDS:
+            tag = "pct" if kind == "percentile" else kind
             hits = np.array([h for h, _ in res[name][kind]])
             widths = np.array([w for _, w in res[name][kind]])
             parts.append(f"{tag} {100 * hits.mean():5.1f}% (w {widths.mean():.4g})")

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.stats
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -163,13 +164,21 @@ def test_bootstrap_intervals_contain_the_estimate(method):
         plo, phi = bs.interval(stat, kind="percentile", **kw)
         blo, bhi = bs.interval(stat, kind="basic", **kw)
         hlo, hhi = bs.interval(stat, kind="hull", **kw)
+        slo, shi = bs.interval(stat, kind="span", **kw)
         # basic = percentile reflected about the estimate (before clipping to the statistic's range);
-        # hull = the smallest interval holding both (the default)
+        # hull = the smallest interval holding both; span (the default) = from the estimate and its
+        # bias-corrected value, z standard deviations of the replicates further out on each side
         if stat != "quantile":  # quantiles invert the CDF band instead
             assert blo == pytest.approx(max(2 * t - phi, 0.0)) and bhi == pytest.approx(2 * t - plo)
             assert hlo == pytest.approx(min(blo, plo)) and hhi == pytest.approx(max(bhi, phi))
+            tb = bs.distribution(stat, **kw)
+            c, se = 2 * t - tb.mean(), tb.std(ddof=1)
+            z = scipy.stats.norm.ppf(0.975)
+            assert slo == pytest.approx(max(min(t, c) - z * se, 0.0), rel=1e-12, abs=1e-15)
+            assert shi == pytest.approx(max(t, c) + z * se, rel=1e-12, abs=1e-15)
+            assert slo <= t <= shi  # the span always holds the estimate
         assert hlo <= min(blo, plo) + 1e-12 and max(bhi, phi) - 1e-12 <= hhi
-        assert bs.interval(stat, **kw) == (hlo, hhi)
+        assert bs.interval(stat, **kw) == (slo, shi)
         if stat != "var":
             # EMS's smoothing bias on the variance is systematic (each refit smooths again), so
             # there the replicates sit to one side of the estimate; elsewhere they straddle it
@@ -220,7 +229,7 @@ def test_bootstrap_bad_input(est):
         bs.interval("median")
     with pytest.raises(TypeError, match="takes keyword arguments"):
         bs.interval("quantile")
-    with pytest.raises(ValueError, match="kind must be 'hull', 'basic' or 'percentile'"):
+    with pytest.raises(ValueError, match="kind must be 'span', 'hull', 'basic' or 'percentile'; got 'bca'"):
         bs.interval("mean", kind="bca")
     with pytest.raises(ValueError, match="level"):
         bs.interval("mean", level=1.0)
@@ -248,12 +257,18 @@ def test_quantile_interval_inverts_the_cdf_band():
     assert bs.interval("quantile", q=0.5, kind="percentile") == (1.0, 1.0)
     assert bs.interval("quantile", q=0.55, kind="percentile") == (1.0, 3.0)
     assert bs.interval("quantile", q=0.05, kind="percentile") == (0.0, 1.0)
-    # the default hull holds the percentile and the basic (reflected) intervals
+    # the hull holds the percentile and the basic (reflected) intervals
     for q in (0.05, 0.5, 0.55):
-        lo, hi = bs.interval("quantile", q=q)
+        lo, hi = bs.interval("quantile", q=q, kind="hull")
         for kind in ("percentile", "basic"):
             klo, khi = bs.interval("quantile", q=q, kind=kind)
             assert lo <= klo and khi <= hi
+    # the default span, on the CDF: F_hat = (0.1, 0.5, 0.5, 1), replicate mean (0.05, 0.55, 0.55, 1), so the
+    # corrected values are (0.15, 0.45, 0.45, 1) and sd = 0.05 sqrt(20/19) = 0.0513 (0 at 3): the band is
+    # [0, 0.2505] at 0, [0.3495, 0.6005] at 1 and 2, {1} at 3
+    assert bs.interval("quantile", q=0.24) == (0.0, 1.0)  # 0's upper end 0.2505 reaches 0.24 ...
+    assert bs.interval("quantile", q=0.26) == (1.0, 1.0)  # ... but not 0.26
+    assert bs.interval("quantile", q=0.5) == (1.0, 3.0)  # the lower ends at 1 and 2 stay below 0.5
 
 
 @pytest.mark.parametrize("reg", ["em steps=6", "em steps=0", "ems weight=0.125", "ems smooth=1", "em mle"])
@@ -386,8 +401,11 @@ def test_interpolated_quantile_interval_is_an_ordinary_bootstrap_interval(est):
     assert plo == np.quantile(tb, 0.025, method="lower") and phi == np.quantile(tb, 0.975, method="higher")
     blo, bhi = bs.interval("quantile", q=0.5, method="interpolated", kind="basic")
     assert blo == pytest.approx(2 * t - phi) and bhi == pytest.approx(2 * t - plo)
-    lo, hi = est.quantile(0.5, ci=bs, method="interpolated")[1]
-    assert (lo, hi) == (min(plo, blo), max(phi, bhi))
+    assert bs.interval("quantile", q=0.5, method="interpolated", kind="hull") == (min(plo, blo), max(phi, bhi))
+    lo, hi = est.quantile(0.5, ci=bs, method="interpolated")[1]  # the default span: a normal interval
+    c, se = 2 * t - tb.mean(), tb.std(ddof=1)
+    z = scipy.stats.norm.ppf(0.975)
+    assert lo == pytest.approx(min(t, c) - z * se, rel=1e-12) and hi == pytest.approx(max(t, c) + z * se, rel=1e-12)
     # narrower than the set of values the default rule returns, and inside the domain's cells
     vlo, vhi = bs.interval("quantile", q=0.5)
     assert hi - lo <= vhi - vlo + 1.0 and est.values[0] - 0.5 <= lo <= hi <= est.values[-1] + 0.5
@@ -502,3 +520,22 @@ def test_parallel_blocks_cover_the_columns_in_order(monkeypatch, cpus):
     assert [blocks_for(False, b) for b in (1, 15, 16, 32, 48, 50, 64, 100, 128, 200, 10_000)] == \
         [1, 1, 1, 2, 2, 2, 4, 4, 8, 8, 8]
     assert blocks_for(True, 10_000) == 1
+
+
+@given(st.lists(probs, min_size=2, max_size=12), probs, st.floats(0.5, 0.99), st.floats(0.5, 0.99))
+def test_span_holds_the_estimate_and_its_correction_and_grows_with_the_level(reps, p, l1, l2):
+    # any replicates: the span reaches from min(t, 2 t - mean t*) to max(...), z sd further out, for every
+    # statistic that is not clipped there; a higher level never gives a narrower interval
+    reps = [r for r in reps if r.size == p.size]
+    if len(reps) < 2:
+        return
+    bs = boot.Bootstrap(p=p, values=np.arange(p.size), replicates=np.stack(reps), method="em")
+    for stat, kw in [("mean", {}), ("cdf", {"x": p.size // 2}), ("range", {"a": 0, "b": p.size // 2})]:
+        t = bs.point(stat, **kw)
+        c = 2 * t - bs.distribution(stat, **kw).mean()
+        lo, hi = bs.interval(stat, min(l1, l2), **kw)
+        assert lo <= min(t, c) + 1e-12 or lo == 0.0
+        assert hi >= max(t, c) - 1e-12 or hi == (1.0 if stat != "mean" else p.size - 1)
+        assert lo <= t + 1e-12 and t - 1e-12 <= hi
+        lo2, hi2 = bs.interval(stat, max(l1, l2), **kw)
+        assert lo2 <= lo + 1e-12 and hi - 1e-12 <= hi2

@@ -20,7 +20,7 @@ For a distribution ``p`` on increasing integer values ``v_0 < ... < v_{k-1}``
   inverted-CDF quantile and ``e_j, e_{j+1}`` its cell's edges (the textbook
   median of grouped data).  A real number within half a step of the
   inverted-CDF quantile, and a continuous function of ``p``: its bootstrap
-  intervals are ordinary reflected/percentile intervals, where the
+  intervals are ordinary intervals like the mean's, where the
   inverted-CDF quantile, a step function of ``p``, needs intervals that are
   sets of values (:meth:`~sparseldp.estimation.intervals.Bootstrap.interval`).
 
