@@ -16,8 +16,8 @@ warm-started from ``p_hat``, and keeps the ``B`` replicate distributions.
   stretched to reach its bias-corrected value.  The bootstrap's ``se`` and
   ``b`` are accurate here on average (``bench_coverage``: within about 10 % of
   the spread and the bias of the estimates over the repetitions, 25 % for
-  the spiky truth's quantiles; e.g. the smooth
-  truth's variance: bias 1.05 against a mean ``b`` of 1.03), but ``b`` varies
+  the spiky truth's quantiles; e.g. the smooth truth's variance: bias 1.05
+  against a mean ``b`` of 1.03), but ``b`` varies
   from one data set to the next, and ``t_hat - b`` spreads 10-40 % more
   than ``t_hat`` for range queries, the CDF and quantiles, so the corrected
   interval alone undercovers (82-93 % on range queries) and the plain
@@ -236,10 +236,10 @@ class Bootstrap:
         kind : {"span", "hull", "basic", "percentile"}, optional
             See the module docstring.  Default ``"span"``: from the estimate to its
             bias-corrected value, ``z`` replicate standard deviations further out on
-            each side (``bench_coverage``, auto: 92.5-97 % for the mean, range
-            queries and the CDF on smooth, bimodal and spiky truths, except two
-            cells of the mean at 98.0-98.5 % (the hull's too), where ``"basic"`` alone gave 83-93.5 % for range
-            queries and ``"percentile"`` alone 49-100 %).
+            each side.  ``bench_coverage``, auto, smooth, bimodal and spiky
+            truths: 92.5-97 % for the mean, range queries and the CDF, except two
+            cells of the mean at 98.0-98.5 % (the hull's too); ``"basic"`` alone
+            gave 83-93.5 % for range queries and ``"percentile"`` alone 49-100 %.
 
         Returns
         -------
