@@ -231,8 +231,11 @@ def test_bootstrap_bad_input(est):
         bs.interval("quantile")
     with pytest.raises(ValueError, match="kind must be 'span', 'hull', 'basic' or 'percentile'; got 'bca'"):
         bs.interval("mean", kind="bca")
-    with pytest.raises(ValueError, match="level"):
-        bs.interval("mean", level=1.0)
+    for level in (1.0, 0.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"level must be a real number in \(0, 1\); got "):
+            bs.interval("mean", level=level)
+    with pytest.raises(TypeError, match=r"level must be a real number in \(0, 1\); got str"):
+        bs.interval("mean", level="0.9")
 
 
 def test_statistic_with_and_without_ci(est):

@@ -118,11 +118,11 @@ def check_nonnegative(value, name: str, *, allow_inf: bool = False) -> float:
     return v
 
 
-def check_probability(value, name: str = "delta", *, open_upper: bool = False) -> float:
-    """A real number in [0, 1] (or [0, 1) when ``open_upper``)."""
-    allowed = "in [0, 1)" if open_upper else "in [0, 1]"
+def check_probability(value, name: str = "delta", *, open_upper: bool = False, open_lower: bool = False) -> float:
+    """A real number in [0, 1] (the ends excluded with ``open_lower`` / ``open_upper``)."""
+    allowed = f"in {'(' if open_lower else '['}0, 1{')' if open_upper else ']'}"
     v = _real(value, name, allowed)
-    if math.isnan(v) or v < 0 or v > 1 or (open_upper and v >= 1):
+    if math.isnan(v) or v < 0 or v > 1 or (open_upper and v >= 1) or (open_lower and v <= 0):
         raise ValueError(f"{name} must be a real number {allowed}; got {value!r}")
     return v
 

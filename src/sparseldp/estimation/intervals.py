@@ -247,9 +247,7 @@ class Bootstrap:
         statistic's range (``[0, 1]`` for probabilities, ``[lo, hi]`` of the
         domain for the mean and quantiles, ``>= 0`` for the variance).
         """
-        level = check_probability(level, "level", open_upper=True)
-        if level == 0:
-            raise ValueError(f"level must lie in (0, 1); got {level!r}")
+        level = check_probability(level, "level", open_upper=True, open_lower=True)
         if kind is None:
             kind = "span"
         if not isinstance(kind, str):
