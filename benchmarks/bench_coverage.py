@@ -28,6 +28,9 @@ estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95
 at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [ems|em] [reps]``.
 Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
 (200 x 100 by 100 x 236 products) was 30x slower with threaded BLAS under load.
+``SPARSELDP_COVERAGE_FAMILY=gaussian`` runs the same with ``design("gaussian", eps=1,
+delta=1e-6, H=5)`` (SparseGaussian(sigma=21.1, s=351): a kernel far wider than the
+Laplace one), a second setting for the choice of the default interval.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ B = 200
 REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
 SHAPES = ("smooth", "bimodal", "spiky")
 KINDS = ("span", "hull", "basic", "percentile")
+FAMILY = os.environ.get("SPARSELDP_COVERAGE_FAMILY", "laplace")
 STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}),
          ("median-interp", {"q": 0.5, "method": "interpolated"}),
          ("p90-interp", {"q": 0.9, "method": "interpolated"}), ("var", {}), ("cdf60", {"x": 60}))
@@ -81,7 +85,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     from sparseldp.estimation.intervals import bootstrap
     from sparseldp.sampling import sample
 
-    mech = sl.design("laplace", eps=1, delta=1e-6, H=5).mechanism
+    mech = sl.design(FAMILY, eps=1, delta=1e-6, H=5).mechanism
     p = population(shape)
     truth = _truth(p)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
@@ -115,7 +119,8 @@ def _rows(method, shape, reps):
             hits = np.array([h for h, _ in res[name][kind]])
             widths = np.array([w for _, w in res[name][kind]])
             parts.append(f"{tag} {100 * hits.mean():5.1f}% (w {widths.mean():.4g})")
-        rows.append({"name": f"coverage {method} {shape} {name}", "median_s": float(np.median(times)),
+        label = "" if FAMILY == "laplace" else f" {FAMILY}"
+        rows.append({"name": f"coverage{label} {method} {shape} {name}", "median_s": float(np.median(times)),
                      "note": " | ".join(parts) + f"  [R={reps}, B={B}]"})
     return rows
 

@@ -21,7 +21,7 @@ warm-started from ``p_hat``, and keeps the ``B`` replicate distributions.
   from one data set to the next, and ``t_hat - b`` spreads 10-40 % more
   than ``t_hat`` for range queries, the CDF and quantiles, so the corrected
   interval alone undercovers (82-93 % on range queries) and the plain
-  one misses the bias (76.5-80 % on the smooth variance); the span holds
+  one misses the bias (76.5-83.5 % on the smooth variance); the span holds
   both centres.  It always contains the estimate.  Coverage (auto; smooth,
   bimodal and spiky truths; mean, a range query, variance, CDF at 60,
   interpolated median and p90; three simulations of 200 repetitions, B =
