@@ -371,13 +371,18 @@ def _unbiased_targets(d, cutoff=1e-12):
     return B @ (H / H.sum(axis=0)), B, q
 
 
+def _transform(cdf):
+    """The map the risk is measured after: cumulative sums down the columns (CDFs), or the identity."""
+    return (lambda X: np.cumsum(X, axis=0)) if cdf else (lambda X: X)
+
+
 def _risk_estimates(d, keys, cdf):
     """Unbiased estimates of ``sum_j E ||T p_a^(-j) - T p||^2 - ||T p||^2`` for each member ``a`` (``T``: the
     identity, or the cumulative sum with ``cdf``; ``p_a^(-j)`` its fit on the training folds of fold ``j``),
     by the held-out fold's unbiased inversion (independent of the training fit), and a function giving
     the standard error of the difference of two members' estimates (exact multinomial variance)."""
     U, B, q = _unbiased_targets(d)
-    T = (lambda X: np.cumsum(X, axis=0)) if cdf else (lambda X: X)
+    T = _transform(cdf)
     TU = T(U)
     R = {key: float(((T(d["folds"][key]) ** 2).sum() - 2 * (T(d["folds"][key]) * TU).sum())) for key in keys}
 
@@ -414,7 +419,7 @@ def rule_auto_risk(d, z):
 def rule_fold_risk_oracle(d, cdf):
     """The member whose training-fold fits are closest to the truth (in squared L2, or in the CDF's): the
     criterion of the two rules above, known exactly."""
-    T = (lambda X: np.cumsum(X, axis=0)) if cdf else (lambda X: X)
+    T = _transform(cdf)
     t = T(d["truth"][:, None])
     return min(_keys(_on_path(d)), key=lambda key: float(((T(d["folds"][key]) - t) ** 2).sum()))
 
