@@ -178,20 +178,26 @@ def _extend_path():
         auto._PATH = auto._PATH[:-1] + tuple(("ems", w) for w in EXTRA_EMS) + auto._PATH[-1:]  # before the MLE
 
 
-def _case_record(i, mech, k, pop, n):
+def _simulate(i, mech, k, pop, n):
+    """The battery's simulation of case ``i`` (``SEED_BASE = 1000``): the true histogram, the model, the
+    report counts and the observed outputs."""
     from sparseldp.estimation import _model
-    from sparseldp.estimation.auto import _FOLDS, _path_fits, _scores, _split
     from sparseldp.sampling import sample
 
-    import bench_estimators as BE
-
-    gen = np.random.default_rng(SEED_BASE + i)  # the battery's simulation of case i (SEED_BASE = 1000)
+    gen = np.random.default_rng(SEED_BASE + i)
     counts = gen.multinomial(n, pop)
-    truth = counts / n
     y = sample(mech, np.repeat(np.arange(k), counts), rng=gen)
     model = _model(mech, (0, k - 1))
     c_all = model.counts_of(y, False)
-    obs = np.flatnonzero(c_all > 0)
+    return counts / n, model, c_all, np.flatnonzero(c_all > 0)
+
+
+def _case_record(i, mech, k, pop, n):
+    from sparseldp.estimation.auto import _FOLDS, _path_fits, _scores, _split
+
+    import bench_estimators as BE
+
+    truth, model, c_all, obs = _simulate(i, mech, k, pop, n)
     Q = _channel(model, obs)
     H = _split(c_all[obs], _FOLDS).astype(float)
     # auto's own fits and held-out scores (estimation.auto._select), keeping the fold fits
@@ -213,15 +219,7 @@ def _channel(model, obs):
 
 def _with_channel(i, mech, k, pop, n, d):
     """A cached record from before records kept ``Q``: the same simulation again, for its observed outputs."""
-    from sparseldp.estimation import _model
-    from sparseldp.sampling import sample
-
-    gen = np.random.default_rng(SEED_BASE + i)
-    counts = gen.multinomial(n, pop)
-    y = sample(mech, np.repeat(np.arange(k), counts), rng=gen)
-    model = _model(mech, (0, k - 1))
-    c_all = model.counts_of(y, False)
-    obs = np.flatnonzero(c_all > 0)
+    _, model, c_all, obs = _simulate(i, mech, k, pop, n)
     assert np.array_equal(d["H"].sum(axis=1), c_all[obs]), f"case {i}: the cache is of another simulation"
     return {**d, "Q": _channel(model, obs)}
 

@@ -85,7 +85,7 @@ from .stats import (_STATS, _cdf, _check_point, _check_q, _check_quantile_method
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
 
 _KINDS = ("span", "hull", "basic", "percentile")
-_KINDS_TEXT = "'span', 'hull', 'basic' or 'percentile'"
+_KINDS_TEXT = ", ".join(map(repr, _KINDS[:-1])) + f" or {_KINDS[-1]!r}"
 
 
 def _generator(rng):
