@@ -61,7 +61,8 @@ class FrequencyEstimate:
     regularization : str or None
         ``method="auto"`` only: the member of the regularization path that
         held-out likelihood chose (:mod:`sparseldp.estimation.auto`):
-        ``"ems smooth=m"``, ``"em steps=t"`` (EM stopped after ``t`` steps) or
+        ``"ems smooth=m"``, ``"ems weight=w"``, ``"em steps=t"`` (EM stopped after ``t`` steps),
+        ``"em flow=T"`` (EM continued past its step cap to time ``T`` by its continuous-time flow) or
         ``"em mle"``.  ``iterations``, ``converged`` and ``gap`` describe the
         final refit of that member on all the reports.
     """
@@ -270,7 +271,8 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=
           hypergeometric thinning (seeded from the counts, so the result is a
           deterministic function of them); each member of a short path (EMS
           with smoothing weights 1/4, 1/8, 1/32; EM stopped by the
-          discrepancy principle; the MLE) is fit on 4 folds and scored by the
+          discrepancy principle, and where that EM reaches its step cap, the
+          same EM continued past it; the MLE) is fit on 4 folds and scored by the
           log-likelihood of the fifth; the most regularized member within one
           standard error of the best is refit on all the reports (the MLE
           instead when it is within one standard error too and its fold fits

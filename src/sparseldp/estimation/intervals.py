@@ -108,7 +108,8 @@ def _refit_plan(estimate, smooth):
     (``estimate.regularization``), so the intervals leave out the variability of
     the choice itself (re-running the selection per replicate would cost a full
     path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
-    start, as the member was fit.
+    start, as the member was fit; ``"em flow=T"`` the cap's EM steps and the EM flow to
+    time ``T`` (``auto._flow_fits``).
     """
     method = getattr(estimate, "method", None)
     if method == "auto":
@@ -125,12 +126,15 @@ def _refit_plan(estimate, smooth):
                 return "ems", 1, None, w
             if reg.startswith("em steps="):
                 return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=0), 0.25
+            if reg.startswith("em flow="):
+                return "em-flow", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
         except ValueError:
             pass
         if reg == "em mle":
             return "em", 1, None, 0.25
         raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
-                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t' or 'em mle'; got {reg!r}")
+                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t', 'em flow=T' or 'em mle'; "
+                         f"got {reg!r}")
     if method not in METHODS:
         raise ValueError(f"estimate.method must be {_METHODS_TEXT}; got {method!r}")
     return method, _check_smooth(smooth, method), None, 0.25
@@ -374,7 +378,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     B = check_int(B, "B", minimum=2)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if tol is None:
-        tol = _REFIT_TOL.get(method, 0.0) if method != "em-steps" else 0.0
+        tol = _REFIT_TOL.get(method, 0.0) if method not in ("em-steps", "em-flow") else 0.0
     else:
         tol = check_positive(tol, "tol")
     if not isinstance(precision, str):
@@ -395,7 +399,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     with small_blas(model.k, model.m):
         P, conv, gaps, single = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol,
                                                   max_iter, single=precision == "single")
-    if method == "em-steps":
+    if method in ("em-steps", "em-flow"):
         method = "em"
     n_conv = int(conv.sum())
     if n_conv < B:

@@ -2,7 +2,8 @@
 
 Each estimator has a batched refit that iterates every replicate (a column) on
 its own: :func:`_refit_ems` (accelerated EMS), :func:`_refit_em_steps` (a fixed
-number of plain EM steps, ``auto``'s ``"em steps=t"`` member) and
+number of plain EM steps, ``auto``'s ``"em steps=t"`` member), ``auto._flow_fits`` (its
+``"em flow=T"`` member) and
 :func:`_refit_em` (SQUAREM EM to a certified gap, the MLE's refit, finished by
 Newton column by column on small channels: :func:`_newton_finish`; on large
 channels where the MLE is sparse, the active-set Newton of
@@ -170,6 +171,13 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, C[r], float(n), P0[r], steps, single),
                                  B, blocks))
         return P, np.ones(B, bool), None, single
+    if method == "em-flow":
+        # auto's "em flow=T" member: the cap's plain EM steps from the uniform start, then the EM flow to
+        # T (its Newton steps per replicate), on the outputs some replicate has
+        from .auto import _flow_fits
+        used = np.flatnonzero(C.sum(axis=0) > 0)
+        EA, EAT = model.columns(used)
+        return _flow_fits(EA, EAT, np.ascontiguousarray(C[:, used].T), steps).T, np.ones(B, bool), None, False
     if method == "ems":
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
