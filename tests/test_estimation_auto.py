@@ -81,6 +81,26 @@ def test_choose_takes_the_mle_when_it_is_within_one_se_and_as_stable():
     assert _choose(scores, H, spreads={stop: 0.1, mle: 0.0}) == stop
 
 
+@pytest.mark.parametrize("member", [("stop", 1), ("flow", 3)])
+def test_choose_allows_a_wider_spread_ratio_against_a_flow_member(member):
+    # the MLE replaces a chosen flow member (the EM continued past its cap, whose limit the MLE is) up to
+    # _STABLE_RATIO_FLOW times its fold spread, any other member up to _STABLE_RATIO times
+    from sparseldp.estimation.auto import _STABLE_RATIO, _STABLE_RATIO_FLOW, _choose
+
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(50, _FOLDS))
+    H = np.full((50, _FOLDS), 20.0)
+    wobble = rng.normal(size=base.shape)
+    mle = ("mle", 0)
+    scores = {member: base, mle: base + 1e-3 * (wobble - wobble.mean())}
+    ratio = _STABLE_RATIO_FLOW if member[0] == "flow" else _STABLE_RATIO
+    assert _STABLE_RATIO < 0.5 * _STABLE_RATIO_FLOW  # the two cases below differ
+    mid = 0.5 * (_STABLE_RATIO + _STABLE_RATIO_FLOW)  # between the two ratios
+    assert _choose(scores, H, spreads={member: 0.1, mle: 0.1 * mid}) == (mle if member[0] == "flow" else member)
+    assert _choose(scores, H, spreads={member: 0.1, mle: 0.1 * ratio}) == mle
+    assert _choose(scores, H, spreads={member: 0.1, mle: 0.101 * ratio}) == member
+
+
 def test_point_mass_takes_the_mle_when_regularization_buys_no_stability(monkeypatch):
     # on this draw the one-SE rule stops EM after 848 steps (TV 0.10); the MLE is within one SE and
     # no less stable over the folds, and is the point mass to TV 0.02
