@@ -71,7 +71,8 @@ def test_flow_follows_em_steps(mech, pop, n):
     C = cc[:, None]
     t0 = 2000
     P0 = _em(A, AT, C, t0)
-    flow = _em_flow(A, AT, C, P0, t0, [2 * t0, 4 * t0])
+    flow, failed = _em_flow(A, AT, C, P0, t0, [2 * t0, 4 * t0])
+    assert not failed.any()
     for P, t in zip(flow, (2 * t0, 4 * t0)):
         em = _em(A, AT, C, t)
         assert _tv(P[:, 0], em[:, 0] / em[:, 0].sum()) <= 5e-3
@@ -89,7 +90,8 @@ def test_flow_keeps_mass_and_never_lowers_the_likelihood(seed, k, t0):
     P0 = _em(A, A.T, C, t0)
     P0 /= P0.sum(axis=0)
     times = [t0 * 2.0 ** j for j in range(1, 6)]
-    out = _em_flow(A, A.T, C, P0, t0, times)
+    out, failed = _em_flow(A, A.T, C, P0, t0, times)
+    assert not failed.any()
 
     def loglik(P):
         with np.errstate(divide="ignore"):

@@ -358,8 +358,8 @@ def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: i
         # every column is still above its discrepancy target at the cap (Ps[1] is the cap's EM iterate);
         # the flow's Newton steps need the matrix itself, not FFT products
         EA, EAT = model.columns(obs)
-        flow = _em_flow(EA, EAT, C, Ps[1], cap, _flow_times(cap))
-        if all(np.isfinite(P).all() for P in flow):  # (a failed Newton solve leaves the path as it was)
+        flow, failed = _em_flow(EA, EAT, C, Ps[1], cap, _flow_times(cap))
+        if not failed.any():  # a fold whose flow could not be integrated leaves the path as it was
             fits.update({("flow", j): P for j, P in enumerate(flow, start=1)})
     return fits, evals + _stop_steps(int(steps.max()), max(mults, default=1), cap)
 
@@ -501,7 +501,7 @@ def _flow_fits(A, AT, C, time: int) -> np.ndarray:
     if time <= _STOP_CAP:  # plain EM steps all the way
         return P / P.sum(axis=0)
     times = [t for t in _flow_times(_STOP_CAP) if t < time] + [time]
-    return _em_flow(A, AT, C, P, _STOP_CAP, times)[-1]
+    return _em_flow(A, AT, C, P, _STOP_CAP, times)[0][-1]  # (a failed column stays at its last point)
 
 
 def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
