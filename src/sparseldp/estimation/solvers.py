@@ -302,7 +302,8 @@ def _flow_jacobian(A, AT, P, W, G, Q):
 _FLOW_SUBSTEPS = 8
 _FLOW_NEWTON = 30
 _FLOW_TOL = 1e-10
-# Largest change of any log p in one Newton iteration (the step is shortened to it), and how many
+# Largest increase of any log p in one Newton iteration (the step is shortened to it; decreases are
+# not limited: a value on its way to 0 falls by h (1 - g) per substep, millions late in the flow), and how many
 # times a substep whose Newton iteration fails is halved.
 _FLOW_MAX_STEP = 20.0
 _FLOW_HALVINGS = 2
@@ -422,7 +423,7 @@ def _flow_newton(A, AT, W, theta, h, guess):
                 dX = -np.linalg.solve(L, R[:, cols].T[:, :, None])[:, :, 0].T
             except np.linalg.LinAlgError:  # a singular column gets no step (below); the others are solved
                 dX = np.column_stack([_solve_or_nan(L[j], -R[:, c]) for j, c in enumerate(cols)])
-            size = np.max(np.abs(dX), axis=0)
+            size = np.max(np.where(np.isnan(dX), np.inf, np.maximum(dX, 0.0)), axis=0)  # growth only
         finite = np.isfinite(size)
         small = finite & (np.max(Pc * np.abs(np.where(np.isfinite(dX), dX, 0.0)), axis=0) <= _FLOW_TOL)
         lam = np.where(finite, np.minimum(1.0, _FLOW_MAX_STEP / np.maximum(size, 1e-300)), 0.0)
