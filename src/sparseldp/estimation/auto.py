@@ -40,9 +40,16 @@ Path (:data:`_PATH`, from most to least regularized):
    point masses, 6.8-85 where the MLE's spikes are noise).  On the fits of
    ``benchmarks/study_selection.py``, cases in target / mean TV / mean W1,
    with these members against without: the battery's draw 144 / 0.158 /
-   0.72 against 144 / 0.169 / 0.76; fresh draws (seed bases 5000 and 9000)
-   142 / 0.162 / 0.66 against 140 / 0.181 / 0.75, and 145 / 0.155 / 0.66
-   against 146 / 0.162 / 0.68 (the ratio 6 was chosen on these three);
+   0.714 against 144 / 0.169 / 0.765; fresh draws (seed bases 5000, 9000)
+   142 / 0.162 / 0.664 against 140 / 0.181 / 0.751 and 142 / 0.159 / 0.662
+   against 146 / 0.162 / 0.681 (the ratio 6 was chosen on these three); a
+   fourth draw (13000) 142 / 0.161 / 0.674 against 146 / 0.157 / 0.696.  So
+   mean W1 is lower on every draw and mean TV on three of four, but six
+   fewer of 704 cases are in target: the point masses lost (up to six per
+   draw, most from TV 0.01-0.15 to 0.65-0.80) outnumber the wide-kernel
+   cases won (two to seven per draw).
+   Where the flow cannot be integrated in some fold (``_em_flow``'s
+   ``failed``: 1-2 cases per draw) the path is left as it was;
 3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
    with more than :data:`_MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
    and a window of 275): there its five fold fits would take about a minute
