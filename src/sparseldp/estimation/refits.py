@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._parallel import blocks_for, map_blocks, one_blas_thread
+from .auto import _flow_fits
 from .mle import _NEWTON_STEPS, _active_newton, _active_sparse, _dense_newton_cost, _newton
 from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
 
@@ -174,7 +175,6 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     if method == "em-flow":
         # auto's "em flow=T" member: the cap's plain EM steps from the uniform start, then the EM flow to
         # T (its Newton steps per replicate), on the outputs some replicate has
-        from .auto import _flow_fits
         used = np.flatnonzero(C.sum(axis=0) > 0)
         EA, EAT = model.columns(used)
         return _flow_fits(EA, EAT, np.ascontiguousarray(C[:, used].T), steps).T, np.ones(B, bool), None, False
