@@ -25,8 +25,8 @@ Path (:data:`_PATH`, from most to least regularized):
    (members ``("flow", j)``, reported as ``"em flow=T"``).  Plain EM steps
    there would cost seconds per 10^5 steps; the continuation integrates
    EM's continuous-time flow ``d log p / dt = g(p) - 1`` instead
-   (``solvers._em_flow``: implicit Euler and Newton, a fraction of a second
-   on 100 values), which stays within a TV distance of 0.003 of the EM
+   (``solvers._em_flow``: implicit Euler and Newton; 0.1-0.3 s on 20 values
+   and 1-3 s on 100 for the five folds), which stays within a TV distance of 0.003 of the EM
    iterates at the same step counts (measured from 40,000 to 640,000 steps).
    Only on dense channels whose Newton step is cheap (:data:`_FLOW_COST`).
    These members remove the rule's worst failures at 10^6-10^7 reports, where
