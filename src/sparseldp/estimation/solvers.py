@@ -326,7 +326,7 @@ def _em_flow(A, AT, C, P0, t0: float, times) -> tuple[list[np.ndarray], np.ndarr
     substep of length ``h`` solves ``theta' = theta + h (g(p(theta')) - 1)``, which is the optimality
     condition of the proximal step ``max_p' L(p') - KL(p' || p) / h`` (``L = sum_y w_y log q_y``), so
     it raises ``L``; it is solved by Newton's method (the Jacobian of ``g`` through the normalized
-    ``p = softmax(theta)``, :func:`_flow_jacobian`; steps of at most :data:`_FLOW_MAX_STEP` in any
+    ``p = softmax(theta)``, :func:`_flow_jacobian`; increases of at most :data:`_FLOW_MAX_STEP` in any
     ``log p``, backtracking on the scaled residual).  A column whose Newton iteration does not converge,
     or whose ``L`` falls, redoes the substep as two of half the length, down to
     ``h / 2^``:data:`_FLOW_HALVINGS`; a column that fails even there stays at its last point and is
