@@ -229,16 +229,19 @@ def _case_record(i, mech, k, pop, n):
 
 def _flow_members(model, obs, c_all, folds, members):
     """The ``("flow", j)`` members on all the counts where the folds have them and the full counts did
-    not reach the cap (auto refits a chosen flow member from the cap anyway: ``auto._flow_fits``)."""
-    from sparseldp.estimation.auto import _STOP_CAP, _flow_fits, _flow_times
+    not reach the cap (auto refits a chosen flow member from the cap anyway: ``_em_members._flow_fits``);
+    one EM run to the cap and one flow through every time, as ``_flow_fits`` integrates them."""
+    from sparseldp.estimation._em_members import _STOP_CAP, _flow_times
+    from sparseldp.estimation.solvers import _em_flow, _em_run
 
-    out = {}
+    keys = [key for key in folds if key[0] == "flow" and key not in members]
+    if not keys:
+        return {}
     A, AT = model.columns(obs)
-    for key in folds:
-        if key[0] == "flow" and key not in members:
-            p = _flow_fits(A, AT, c_all[obs][:, None], _flow_times(_STOP_CAP)[key[1] - 1])[:, 0]
-            out[key] = p / p.sum()
-    return out
+    c = c_all[obs][:, None].astype(float)
+    P = _em_run(A, AT, np.full((1, model.k), 1.0 / model.k), c.T, _STOP_CAP, 1.0 / c.sum(axis=0)).T
+    flow, _ = _em_flow(A, AT, c, P, _STOP_CAP, _flow_times(_STOP_CAP))
+    return {key: flow[key[1] - 1][:, 0] / flow[key[1] - 1][:, 0].sum() for key in keys}
 
 
 def _channel(model, obs):

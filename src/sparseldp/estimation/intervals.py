@@ -109,7 +109,7 @@ def _refit_plan(estimate, smooth):
     the choice itself (re-running the selection per replicate would cost a full
     path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
     start, as the member was fit; ``"em flow=T"`` the cap's EM steps and the EM flow to
-    time ``T`` (``auto._flow_fits``).
+    time ``T`` (``_em_members._flow_fits``).
     """
     method = getattr(estimate, "method", None)
     if method == "auto":

@@ -2,7 +2,7 @@
 
 Each estimator has a batched refit that iterates every replicate (a column) on
 its own: :func:`_refit_ems` (accelerated EMS), :func:`_refit_em_steps` (a fixed
-number of plain EM steps, ``auto``'s ``"em steps=t"`` member), ``auto._flow_fits`` (its
+number of plain EM steps, ``auto``'s ``"em steps=t"`` member), ``_em_members._flow_fits`` (its
 ``"em flow=T"`` member) and
 :func:`_refit_em` (SQUAREM EM to a certified gap, the MLE's refit, finished by
 Newton column by column on small channels: :func:`_newton_finish`; on large
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._parallel import blocks_for, map_blocks, one_blas_thread
-from .auto import _flow_fits
+from ._em_members import _flow_fits
 from .mle import _NEWTON_STEPS, _active_newton, _active_sparse, _dense_newton_cost, _newton
 from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
 
