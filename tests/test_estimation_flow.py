@@ -128,7 +128,9 @@ def test_flow_member_refit_reproduces_the_estimate_and_bootstraps():
     plan = _refit_plan(est, None)
     assert plan[0] == "em-flow" and plan[2] == int(est.regularization.split("=")[1])
     A, AT, cc = _dense(model, c)
-    np.testing.assert_allclose(auto._flow_fits(A, AT, cc[:, None], plan[2])[:, 0], est.p, rtol=0, atol=1e-9)
+    P, failed = auto._flow_fits(A, AT, cc[:, None], plan[2])
+    assert not failed[0]
+    np.testing.assert_allclose(P[:, 0], est.p, rtol=0, atol=1e-9)
     bs = bootstrap(est, mech, B=8, rng=3)
     assert bs.method == "em" and bs.replicates.shape == (8, 20)
     np.testing.assert_allclose(bs.replicates.sum(axis=1), 1.0, atol=1e-12)
@@ -145,3 +147,38 @@ def test_refit_plan_rejects_a_bad_flow_time(reg):
     with pytest.raises(ValueError, match="em flow=T"):
         _refit_plan(dataclasses.replace(est, regularization=reg), None)
 
+
+
+def _failing_flow(monkeypatch, which):
+    """Make ``_flow_fits``'s flow report the columns ``which(b)`` failed (the selection's own flow runs
+    are untouched: auto imports ``_em_flow`` from solvers itself)."""
+    from sparseldp.estimation import _em_members
+
+    real = _em_members._em_flow
+
+    def flow(A, AT, C, P0, t0, times):
+        out, failed = real(A, AT, C, P0, t0, times)
+        return out, failed | which(C.shape[1])
+
+    monkeypatch.setattr(_em_members, "_em_flow", flow)
+
+
+def test_auto_chooses_again_when_the_flow_fails_on_all_the_counts(monkeypatch):
+    mech, pop, n = TABLE[0]
+    model, c = _counts(mech, pop, n, 2)
+    _failing_flow(monkeypatch, lambda b: np.ones(b, bool))
+    est = estimate_frequencies_full(_rc(model, c), mech, domain=(0, 19), method="auto", counts=True)
+    # without the failure this is a flow member (test_auto_continues_a_capped_em_and_beats_the_mle)
+    assert not est.regularization.startswith("em flow=")
+    assert est.regularization.startswith("em ")
+
+
+def test_bootstrap_counts_and_warns_of_failed_flow_refits(monkeypatch):
+    mech, pop, n = TABLE[0]
+    model, c = _counts(mech, pop, n, 2)
+    est = estimate_frequencies_full(_rc(model, c), mech, domain=(0, 19), method="auto", counts=True)
+    assert est.regularization.startswith("em flow=")
+    _failing_flow(monkeypatch, lambda b: np.arange(b) < 2)
+    with pytest.warns(RuntimeWarning, match="2 of 8 bootstrap refits of the EM flow"):
+        bs = bootstrap(est, mech, B=8, rng=3)
+    assert bs.converged == 6

@@ -134,17 +134,19 @@ def _flow_times(cap: int) -> list[int]:
     return [cap * 2 ** j for j in range(1, _FLOW_DOUBLINGS + 1)]
 
 
-def _flow_fits(A, AT, C, time: int) -> np.ndarray:
+def _flow_fits(A, AT, C, time: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``"em flow=T"`` member on each column of the counts ``C`` (outputs x b; ``A`` dense, on those
     outputs): :data:`_STOP_CAP` plain EM steps from the uniform start, then the EM flow
     (``solvers._em_flow``) to time ``T``, through the path's times below ``T`` (the same substeps as in
-    the selection).  ``k x b``."""
+    the selection).  ``(P, failed)``: ``P`` is ``k x b``; ``failed[j]`` when a substep of column ``j``
+    did not converge (that column stays at its last point, not at time ``T``)."""
     if not isinstance(A, np.ndarray):  # a sparse channel (a flow member is only chosen on dense ones)
         A, AT = A.toarray(), AT.toarray()
     k = A.shape[0]
     C = np.asarray(C, dtype=float)
     P = _em_run(A, AT, np.full((C.shape[1], k), 1.0 / k), C.T, min(time, _STOP_CAP), 1.0 / C.sum(axis=0)).T
     if time <= _STOP_CAP:  # plain EM steps all the way
-        return P / P.sum(axis=0)
+        return P / P.sum(axis=0), np.zeros(C.shape[1], bool)
     times = [t for t in _flow_times(_STOP_CAP) if t < time] + [time]
-    return _em_flow(A, AT, C, P, _STOP_CAP, times)[0][-1]  # (a failed column stays at its last point)
+    out, failed = _em_flow(A, AT, C, P, _STOP_CAP, times)
+    return out[-1], failed

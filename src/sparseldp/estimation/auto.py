@@ -384,19 +384,27 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
     else:
         scores, H, sel_evals, spreads = _select(model, c_all, max_iter)
         choice = _choose(scores, H, spreads=spreads)
+    if choice[0] == "flow":
+        obs = np.flatnonzero(c_all > 0)
+        A, AT = model.columns(obs)
+        c = c_all[obs]
+        steps = _flow_times(_STOP_CAP)[choice[1] - 1]
+        P, failed = _flow_fits(A, AT, c[:, None], steps)
+        if not failed[0]:
+            est = result(model, obs, A, AT, c, P[:, 0], "em", _STOP_CAP, True, math.inf, 0)
+            return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps)), sel_evals
+        # the flow's Newton substeps failed on all the counts (they converged on every fold): choose again
+        # without the flow members
+        flow = [key for key in scores if key[0] == "flow"]
+        scores = {key: v for key, v in scores.items() if key not in flow}
+        spreads = {key: v for key, v in spreads.items() if key not in flow}
+        choice = _choose(scores, H, spreads=spreads)
     kind, w = choice
     steps = 0
     if kind == "ems":
         est = fit(model, c_all, "ems", 1e-8, max_iter, 1, w)
     elif kind == "mle":
         est = fit(model, c_all, "em", 1e-2, max_iter)
-    elif kind == "flow":
-        obs = np.flatnonzero(c_all > 0)
-        A, AT = model.columns(obs)
-        c = c_all[obs]
-        steps = _flow_times(_STOP_CAP)[w - 1]
-        p = _flow_fits(A, AT, c[:, None], steps)[:, 0]
-        est = result(model, obs, A, AT, c, p, "em", _STOP_CAP, True, math.inf, 0)
     else:
         obs = np.flatnonzero(c_all > 0)
         A, AT = model.columns(obs)  # the reported log-likelihood and gap: exact products

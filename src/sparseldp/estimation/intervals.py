@@ -399,10 +399,15 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     with small_blas(model.k, model.m):
         P, conv, gaps, single = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol,
                                                   max_iter, single=precision == "single")
+    flow = method == "em-flow"
     if method in ("em-steps", "em-flow"):
         method = "em"
     n_conv = int(conv.sum())
-    if n_conv < B:
+    if n_conv < B and flow:
+        warnings.warn(f"{B - n_conv} of {B} bootstrap refits of the EM flow (to time {steps}) stopped early: "
+                      "a Newton substep did not converge; those replicates stay at their last point",
+                      RuntimeWarning, stacklevel=2)
+    elif n_conv < B:
         how = ""
         if gaps is not None:  # say how far: a certified gap of a few nats on n reports moves little
             left = gaps[~conv]

@@ -177,7 +177,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         # T (its Newton steps per replicate), on the outputs some replicate has
         used = np.flatnonzero(C.sum(axis=0) > 0)
         EA, EAT = model.columns(used)
-        return _flow_fits(EA, EAT, np.ascontiguousarray(C[:, used].T), steps).T, np.ones(B, bool), None, False
+        P, failed = _flow_fits(EA, EAT, np.ascontiguousarray(C[:, used].T), steps)
+        return P.T, ~failed, None, False
     if method == "ems":
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
