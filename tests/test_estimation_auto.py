@@ -173,3 +173,23 @@ def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, sha
     assert set(scores) >= {key for key in auto._PATH if key[0] not in ("mle", "flow")}  # flow: past a cap
     monkeypatch.setattr(auto, "_TURN_SE", np.inf)
     assert ("mle", 0) in auto._select(model, c, 2_000)[0]
+
+
+def test_choose_grants_at_least_one_nat_of_slack():
+    # a regularized member 0.5 nats below the best in all, with a standard error of its difference far
+    # smaller (members next to each other on the path predict the reports alike): within the slack of
+    # _SLACK_NATS = 1, outside one SE; 1.5 nats below: outside both
+    from sparseldp.estimation.auto import _SLACK_NATS, _choose, _diff_se
+
+    assert _SLACK_NATS == 1.0
+    rng = np.random.default_rng(2)
+    base = rng.normal(size=(50, _FOLDS))
+    H = np.full((50, _FOLDS), 20.0)
+    wobble = rng.normal(size=base.shape)
+    for below, chosen in ((0.5, ("stop", 1)), (1.5, ("stop", 8))):
+        D = 1e-4 * (wobble - wobble.mean()) - below / H.sum()  # total -below, se about 0.007
+        scores = {("stop", 1): base + D, ("stop", 8): base}
+        diff, se = _diff_se(scores, ("stop", 1), ("stop", 8), H)
+        assert diff == pytest.approx(-below) and se < 0.05
+        assert _choose(scores, H) == chosen
+        assert _choose(scores, H, nats=0.0) == ("stop", 8)  # the one-SE rule alone
