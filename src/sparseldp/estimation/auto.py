@@ -110,8 +110,8 @@ is the conventional threshold, not a tuned one), 5 nats gave 141-149 with
 higher mean W1.
 
 Stability switch.  Regularization trades bias for variance; where it buys no
-variance it only adds bias.  So the MLE replaces the one-SE choice when the
-MLE is itself within one standard error of the best and its fits on the
+variance it only adds bias.  So the MLE replaces the choice when the MLE is
+itself within the slack (one standard error or one nat) of the best and its fits on the
 training folds spread no more than :data:`_STABLE_RATIO` (1.25) times the
 choice's (:func:`_fold_spread`: mean TV distance between the five fold fits,
 training sets that share three fifths of the reports).  Point masses are the
@@ -187,7 +187,7 @@ _SE_FACTOR = 1.0
 # the path predict the reports alike, so the standard error of their difference can be a tenth of a nat
 # while the fits differ several-fold in TV (module docstring, "Score and rule").
 _SLACK_NATS = 1.0
-# The MLE replaces the one-SE choice when it is within one SE of the best too and its fold spread is at
+# The MLE replaces the choice when it is within the slack of the best too and its fold spread is at
 # most this many times the choice's: regularization that buys no stability only adds bias (module docstring).
 _STABLE_RATIO = 1.25
 # The same switch when the choice is a member of the EM flow past the cap ("flow", j): the MLE is that
