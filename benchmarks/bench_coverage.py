@@ -13,7 +13,8 @@ them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bo
 replicates, and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
 default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
-variance and the CDF at 60.  The four
+variance and the CDF at 60; and every frequency (row "each value": the
+coverage averaged over the values, and that of the worst value).  The four
 interval kinds are scored ("span" = the normal interval of the estimate stretched
 to its bias-corrected value, the default; "hull" = the smallest interval holding
 the last two; "basic" = reflected percentiles; "percentile").
@@ -89,7 +90,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     p = population(shape)
     truth = _truth(p)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
-    res = {name: {kind: [] for kind in KINDS} for name, _ in STATS}
+    res = {name: {kind: [] for kind in KINDS} for name, _ in (*STATS, ("each value", {}))}
     times = []
     for _ in range(reps):
         x = gen.choice(K, size=N, p=p)
@@ -106,19 +107,23 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
             for kind in KINDS:
                 lo, hi = bs.interval(stat, 0.95, kind=kind, **kw)
                 res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
+        for kind in KINDS:  # every frequency: which values are covered (scored over values below)
+            lo, hi = bs.interval("p", 0.95, kind=kind)
+            res["each value"][kind].append(((lo <= p) & (p <= hi), hi - lo))
     return res, times
 
 
 def _rows(method, shape, reps):
     res, times = coverage(method, shape, reps)
     rows = []
-    for name, _ in STATS:
+    for name, _ in (*STATS, ("each value", {})):
         parts = []
         for kind in KINDS:
             tag = "pct" if kind == "percentile" else kind
-            hits = np.array([h for h, _ in res[name][kind]])
+            hits = np.array([h for h, _ in res[name][kind]], dtype=float)
             widths = np.array([w for _, w in res[name][kind]])
-            parts.append(f"{tag} {100 * hits.mean():5.1f}% (w {widths.mean():.4g})")
+            worst = f", worst value {100 * hits.mean(axis=0).min():.1f}%" if hits.ndim == 2 else ""
+            parts.append(f"{tag} {100 * hits.mean():5.1f}% (w {widths.mean():.4g}{worst})")
         label = "" if FAMILY == "laplace" else f" {FAMILY}"
         rows.append({"name": f"coverage{label} {method} {shape} {name}", "median_s": float(np.median(times)),
                      "note": " | ".join(parts) + f"  [R={reps}, B={B}]"})
