@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model
-from sparseldp.estimation import _toeplitz, auto, solvers
+from sparseldp.estimation import _em_members, _toeplitz, auto, solvers
 from sparseldp.estimation.solvers import _ems_fixed, _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
@@ -182,7 +182,7 @@ def test_stop_multiples_are_the_same_em_further_on():
     C = rng.multinomial(n, q / q.sum(), size=2).T.astype(float)
     A, AT = model.columns(np.arange(model.m))
     scale = np.exp(model.log_cs)
-    Ps, steps = auto._stopped_cols(A, AT, C, scale, 5_000, (2, 4))
+    Ps, steps = _em_members._stopped_cols(A, AT, C, scale, 5_000, (2, 4))
     assert set(Ps) == {1, 2, 4} and np.all(steps >= 1) and np.all(steps < 5_000)
     for j in range(2):
         P = np.full((k, 1), 1.0 / k)
@@ -197,7 +197,7 @@ def test_stop_multiples_are_the_same_em_further_on():
 
 
 def _first_stops(A, AT, C, scale, cap):
-    """Reference for auto._stopped_cols: plain EM, the deviance computed after every step; per column
+    """Reference for _em_members._stopped_cols: plain EM, the deviance computed after every step; per column
     (the stop t, P there, P after min(2 max(t, 1), cap) steps)."""
     n = C.sum(axis=0)
     out = []
@@ -221,7 +221,7 @@ def _first_stops(A, AT, C, scale, cap):
 
 @pytest.mark.parametrize("fft", [False, True], ids=["plain", "fft"])
 def test_stop_is_the_first_step_below_the_target(request, fft):
-    # the deviance is computed only every auto._DEV_EVERY steps after the first 2 x that many; a column
+    # the deviance is computed only every _em_members._DEV_EVERY steps after the first 2 x that many; a column
     # found below is rerun from the previous check, so each stop is still the first step at or below
     # its target; counts of several sizes put the stops before, on and between the checks
     if fft:
@@ -242,10 +242,10 @@ def test_stop_is_the_first_step_below_the_target(request, fft):
     EA, EAT = model.columns(obs)
     scale = np.exp(model.log_cs[obs])
     cap = 3_000
-    Ps, steps = auto._stopped_cols(A, AT, C, scale, cap, (2,))
+    Ps, steps = _em_members._stopped_cols(A, AT, C, scale, cap, (2,))
     ref = _first_stops(EA, EAT, C, scale, cap)
     assert [t for t, _, _ in ref] == list(steps)
-    assert sum(2 * auto._DEV_EVERY < t < cap and t % auto._DEV_EVERY for t in steps) >= 3  # reruns needed
+    assert sum(2 * _em_members._DEV_EVERY < t < cap and t % _em_members._DEV_EVERY for t in steps) >= 3  # reruns needed
     for j, (t, P, P2) in enumerate(ref):
         assert np.allclose(Ps[1][:, j], P, rtol=1e-7, atol=1e-12)
         assert np.allclose(Ps[2][:, j], P2, rtol=1e-7, atol=1e-12)  # the multiple: the same EM at 2 t

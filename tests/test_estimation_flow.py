@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
-from sparseldp.estimation import auto
+from sparseldp.estimation import _em_members
 from sparseldp.estimation.intervals import _refit_plan, bootstrap
 from sparseldp.estimation.solvers import _em_flow, _em_run
 
@@ -117,7 +117,7 @@ def test_auto_continues_a_capped_em_and_beats_the_mle():
     mle = estimate_frequencies_full(_rc(model, c), mech, domain=(0, 19), method="em", counts=True)
     assert est.regularization.startswith("em flow=")
     time = int(est.regularization.split("=")[1])
-    assert time in auto._flow_times(auto._STOP_CAP)
+    assert time in _em_members._flow_times(_em_members._STOP_CAP)
     assert _tv(est.p, pop) < 0.25 * _tv(mle.p, pop)
 
 
@@ -128,7 +128,7 @@ def test_flow_member_refit_reproduces_the_estimate_and_bootstraps():
     plan = _refit_plan(est, None)
     assert plan[0] == "em-flow" and plan[2] == int(est.regularization.split("=")[1])
     A, AT, cc = _dense(model, c)
-    P, failed = auto._flow_fits(A, AT, cc[:, None], plan[2])
+    P, failed = _em_members._flow_fits(A, AT, cc[:, None], plan[2])
     assert not failed[0]
     np.testing.assert_allclose(P[:, 0], est.p, rtol=0, atol=1e-9)
     bs = bootstrap(est, mech, B=8, rng=3)

@@ -167,9 +167,8 @@ import numpy as np
 
 from .model import _Model
 from .mle import _mle
-# (_DEV_EVERY: read by the tests as auto._DEV_EVERY)
-from ._em_members import (_DEV_EVERY, _FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _flow_fits, _flow_times,  # noqa: F401
-                          _stop_steps, _stopped_cols, _with_flow)
+from ._em_members import (_FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _flow_fits, _flow_times, _stop_steps,
+                          _stopped_cols, _with_flow)
 from .solvers import _em_flow, _ems_fixed
 
 # Number of folds.
