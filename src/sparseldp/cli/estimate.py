@@ -361,8 +361,9 @@ def estimate_command(
             + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
     elif est.method == "auto":
         given_up = "" if est.regularization == "em mle" else ", given up by regularization"
-        rule = ("one-standard-error rule, the MLE where it is as stable over the folds"
-                if est.regularization == "em mle" else "one-standard-error rule")
+        rule = "the most regularized member within one standard error or one nat of the best"
+        if est.regularization == "em mle":
+            rule += ", the MLE where it is as stable over the folds"
         say(f"auto: chose {est.regularization} by 5-fold held-out likelihood ({rule}); "
             f"log-likelihood within {fmt(est.gap, 3)} nats of the maximum (a certified bound{given_up})")
     from rich.table import Table
