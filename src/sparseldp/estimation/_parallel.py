@@ -17,6 +17,11 @@ FFT products (:mod:`sparseldp.estimation._toeplitz`; each block then uses
 one FFT thread), sparse products (scipy's sparse kernels release the GIL)
 and the elementwise numpy work around them.  Dense matrix products are one
 block: BLAS already uses every core, and splitting the product measured slower.
+Small dense channels, whose products run in one BLAS thread (:func:`small_blas`),
+were tried in blocks too and were slower (2026-11-28, B = 200 on the 2-core
+machine, same replicates: the MLE's refits on 73 values under a Gaussian window
+of 351, 2.4 s against 1.9 s; 5,218 EM steps on 100 values, 4.8 s against 4.2 s):
+their per-step work is too small to leave the GIL for long.
 Measured (10^4 values, a window of 275, ``em steps=1622``, B = 50, one run
 each on the 2-core machine): 21.9 s as one batch, 12.2 s in two threads.
 """
