@@ -244,9 +244,10 @@ class Bootstrap:
             See the module docstring.  Default ``"span"``: from the estimate to its
             bias-corrected value, ``z`` replicate standard deviations further out on
             each side.  ``bench_coverage``, auto, smooth, bimodal and spiky
-            truths: 92.5-97 % for the mean, range queries and the CDF, except two
-            cells of the mean at 98.0-98.5 % (the hull's too); ``"basic"`` alone
-            gave 83-93.5 % for range queries and ``"percentile"`` alone 49-100 %.
+            truths, three simulations: 92.5-97.5 % for the mean, range queries and
+            the CDF, except one cell of the mean at 98.5 % (the hull's too);
+            ``"basic"`` alone gave 77.5-93.5 % for range queries and
+            ``"percentile"`` alone 49-99.5 %.
 
         Returns
         -------
