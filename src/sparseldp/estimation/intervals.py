@@ -156,7 +156,8 @@ class Bootstrap:
         The estimator refitted ("em", "ems" or "inversion"; for an ``"auto"``
         estimate, the member it chose).
     converged : int
-        How many replicate refits met their (looser) tolerance.
+        How many replicate refits met their (looser) tolerance; for auto's
+        ``"em flow=T"`` member, how many were integrated to time ``T``.
     precision : str
         "single" where the refits ran their FFT products in single precision
         (``bootstrap``'s ``precision``), else "double".
