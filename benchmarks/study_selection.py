@@ -123,7 +123,11 @@ the floor, the flow members gain on every draw (the row "without the flow
 members" is the rule before both changes; auto with the floor and without
 the flow members: 145 / 139 / 146 / 148).  The stability ratio was checked
 again under the floor: 1, 1.1, 1.5 and 2 give 143-149 cases; 1.25 has the
-most or ties for it on each draw.
+most or ties for it on each draw.  A standard error from the five folds'
+totals (``sqrt(K var_f D_f)``, which sees the training folds' variation)
+instead of, or beside, the paired one, still with the one-nat floor, gave
+146 / 146 / 147 / 147 and 148 / 147 / 147 / 149 cases with a higher mean W1
+on every draw; alone, without the floor, 136-141: not used.
 
 Members between the stop and the MLE were tried offline too (not kept):
 EM accelerated by SQUAREM from the discrepancy stop, kept at the first
