@@ -97,7 +97,7 @@ the last (144 against 146, TV 0.1596 against 0.1572): not used.
 :mod:`sparseldp.estimation.auto`), with the MLE taken against such a member
 up to 6 times its fold spread (``auto._STABLE_RATIO_FLOW``, chosen on the
 battery's draw and the 5000 and 9000 draws).  Auto with / without those
-members (the row "auto without the flow members"), cases in target, mean
+members (the row "the same, without the flow members"), cases in target, mean
 TV, mean W1: battery's draw 144 / 144, 0.158 / 0.169, 0.714 / 0.765;
 STUDY_SEED_BASE=5000: 142 / 140, 0.162 / 0.181, 0.664 / 0.751; 9000: 142 /
 146, 0.159 / 0.162, 0.662 / 0.681; 13000 (untouched while the
@@ -253,17 +253,14 @@ def _case_record(i, mech, k, pop, n):
 def _flow_members(model, obs, c_all, folds, members):
     """The ``("flow", j)`` members on all the counts where the folds have them and the full counts did
     not reach the cap (auto refits a chosen flow member from the cap anyway: ``_em_members._flow_fits``);
-    one EM run to the cap and one flow through every time, as ``_flow_fits`` integrates them."""
-    from sparseldp.estimation._em_members import _STOP_CAP, _flow_times
-    from sparseldp.estimation.solvers import _em_flow, _em_run
+    one EM run to the cap and one flow through every time (``_em_members._flow_path``)."""
+    from sparseldp.estimation._em_members import _STOP_CAP, _flow_path, _flow_times
 
     keys = [key for key in folds if key[0] == "flow" and key not in members]
     if not keys:
         return {}
     A, AT = model.columns(obs)
-    c = c_all[obs][:, None].astype(float)
-    P = _em_run(A, AT, np.full((1, model.k), 1.0 / model.k), c.T, _STOP_CAP, 1.0 / c.sum(axis=0)).T
-    flow, _ = _em_flow(A, AT, c, P, _STOP_CAP, _flow_times(_STOP_CAP))
+    flow, _ = _flow_path(A, AT, c_all[obs][:, None], _flow_times(_STOP_CAP))
     return {key: flow[key[1] - 1][:, 0] / flow[key[1] - 1][:, 0].sum() for key in keys}
 
 

@@ -24,6 +24,7 @@ _Q_FLOOR = 1e-300
 _FLOW_DOUBLINGS = 10
 _FLOW_COST = 2e7
 
+
 def _stop_steps(t: int, f: int, cap: int) -> int:
     """EM steps of the member kept at ``f`` times a discrepancy stop at step ``t`` (``f = 1``: the stop)."""
     return t if f == 1 else min(f * max(t, 1), cap)
@@ -140,13 +141,26 @@ def _flow_fits(A, AT, C, time: int) -> tuple[np.ndarray, np.ndarray]:
     (``solvers._em_flow``) to time ``T``, through the path's times below ``T`` (the same substeps as in
     the selection).  ``(P, failed)``: ``P`` is ``k x b``; ``failed[j]`` when a substep of column ``j``
     did not converge (that column stays at its last point, not at time ``T``)."""
-    if not isinstance(A, np.ndarray):  # a sparse channel (a flow member is only chosen on dense ones)
-        A, AT = A.toarray(), AT.toarray()
-    k = A.shape[0]
     C = np.asarray(C, dtype=float)
-    P = _em_run(A, AT, np.full((C.shape[1], k), 1.0 / k), C.T, min(time, _STOP_CAP), 1.0 / C.sum(axis=0)).T
     if time <= _STOP_CAP:  # plain EM steps all the way
+        P = _uniform_em(A, AT, C, time)
         return P / P.sum(axis=0), np.zeros(C.shape[1], bool)
-    times = [t for t in _flow_times(_STOP_CAP) if t < time] + [time]
-    out, failed = _em_flow(A, AT, C, P, _STOP_CAP, times)
+    out, failed = _flow_path(A, AT, C, [t for t in _flow_times(_STOP_CAP) if t < time] + [time])
     return out[-1], failed
+
+
+def _uniform_em(A, AT, C, steps):
+    """``steps`` plain EM steps from the uniform start on each column of ``C``: ``k x b``."""
+    k = A.shape[0]
+    return _em_run(A, AT, np.full((C.shape[1], k), 1.0 / k), C.T, steps, 1.0 / C.sum(axis=0)).T
+
+
+def _flow_path(A, AT, C, times):
+    """:data:`_STOP_CAP` plain EM steps from the uniform start on each column of the counts ``C``
+    (outputs x b), then the EM flow (``solvers._em_flow``) through ``times`` (each above the cap):
+    ``(one k x b array per time, failed mask)``.  ``A`` is made dense if it is not (a flow member is only
+    chosen on dense channels)."""
+    if not isinstance(A, np.ndarray):
+        A, AT = A.toarray(), AT.toarray()
+    C = np.asarray(C, dtype=float)
+    return _em_flow(A, AT, C, _uniform_em(A, AT, C, _STOP_CAP), _STOP_CAP, times)

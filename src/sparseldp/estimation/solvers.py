@@ -285,7 +285,7 @@ def _solve_or_nan(M, r):
         return np.full(r.shape, np.nan)
 
 
-def _flow_jacobian(A, AT, P, W, G, Q):
+def _flow_jacobian(A, P, W, G, Q):
     """``J`` of ``g(softmax(theta))`` per column (``b x k x k``): ``G p^T - A diag(w / q^2) A^T diag(p)``.
 
     ``A diag(w / q^2) A^T = B B^T`` with ``B = A diag(sqrt(w) / q)``, whose entries are at most
@@ -297,7 +297,7 @@ def _flow_jacobian(A, AT, P, W, G, Q):
 
 
 # EM flow (_em_flow): implicit Euler substeps per requested time, Newton iterations per substep (the
-# Jacobian formed once per substep: chord method), and the size of a Newton correction, in probability
+# Jacobian formed afresh at every iteration), and the size of a Newton correction, in probability
 # (max_x p_x |d theta_x|), treated as converged.
 _FLOW_SUBSTEPS = 8
 _FLOW_NEWTON = 30
@@ -347,14 +347,13 @@ def _em_flow(A, AT, C, P0, t0: float, times) -> tuple[list[np.ndarray], np.ndarr
     failed = np.zeros(b, bool)
     out = []
     t = float(t0)
-    prev = prev_h = None  # the last substep's change and length, for the predictor
+    prev, prev_h = np.zeros_like(theta), None  # the last substep's change and length, for the predictor
     for T in times:
         h = (float(T) - t) / _FLOW_SUBSTEPS
         for _ in range(_FLOW_SUBSTEPS):
             live = np.flatnonzero(~failed)
-            guess = theta[:, live] + prev[:, live] * (h / prev_h) if prev is not None else None
+            guess = theta[:, live] + prev[:, live] * (h / prev_h) if prev_h is not None else None
             new, ok = _flow_substeps(A, AT, W[:, live], theta[:, live], h, guess, 0)
-            prev = np.zeros_like(theta) if prev is None else prev
             prev[:, live] = new - theta[:, live]
             prev_h = h
             theta[:, live] = new
@@ -418,7 +417,7 @@ def _flow_newton(A, AT, W, theta, h, guess):
             break
         Wc, Pc = W[:, cols], P[:, cols]
         with np.errstate(invalid="ignore", over="ignore"):
-            L = eye[None] - h * _flow_jacobian(A, AT, Pc, Wc, G[:, cols], Q[:, cols])
+            L = eye[None] - h * _flow_jacobian(A, Pc, Wc, G[:, cols], Q[:, cols])
             try:
                 dX = -np.linalg.solve(L, R[:, cols].T[:, :, None])[:, :, 0].T
             except np.linalg.LinAlgError:  # a singular column gets no step (below); the others are solved
