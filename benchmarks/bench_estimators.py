@@ -118,10 +118,10 @@ def _fit_all(y, mech, domain, truth):
 
 
 def _allowance(res):
-    """auto's largest error ratio to the target's allowance ``1.15 x best + 0.002`` of {em, ems, stopped},
-    over TV and W1 (<= 1 meets it)."""
-    best_tv = min(res[m][0] for m in REFERENCE)
-    best_w1 = min(res[m][1] for m in REFERENCE)
+    """auto's largest error ratio to the target's allowance ``1.15 x best + 0.002`` of {em, ems, stopped}
+    (those of them in ``res``), over TV and W1 (<= 1 meets it)."""
+    best_tv = min(res[m][0] for m in REFERENCE if m in res)
+    best_w1 = min(res[m][1] for m in REFERENCE if m in res)
     return max(res["auto"][0] / (1.15 * best_tv + 0.002), res["auto"][1] / (1.15 * best_w1 + 0.002))
 
 
