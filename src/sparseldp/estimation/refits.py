@@ -79,6 +79,13 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
     replaces (k = 100, B = 200, same replicate counts): 3.3-3.5x faster, the
     same intervals to about 1e-5 of their width.  Returns (P, converged mask, certified gap of each
     column's returned point in nats).
+
+    ``mle._em`` is the same cycle on one column, kept apart on purpose: it works on 1-D
+    arrays with Python-float scalars (numpy's per-call cost on 0-d values made it up to
+    20% slower on small channels, ``solvers._squarem``), records the ``(evals, gap)``
+    history that ``mle._mle`` uses to predict EM's remaining cost, and can return the
+    certified point itself (``step=False``); a batch of one through this function would
+    give up all three.
     """
     inv_n = 1.0 / n
     B = C.shape[1]
