@@ -14,7 +14,8 @@ replicates, and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
 default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
 variance and the CDF at 60; and every frequency (row "each value": the
-coverage averaged over the values, and that of the worst value).  The four
+coverage averaged over the values, that of the worst value and where it is,
+and how many values are covered in fewer than 90% of the repetitions).  The four
 interval kinds are scored ("span" = the normal interval of the estimate stretched
 to its bias-corrected value, the default; "hull" = the smallest interval holding
 the last two; "basic" = reflected percentiles; "percentile").
@@ -122,7 +123,11 @@ def _rows(method, shape, reps):
             tag = "pct" if kind == "percentile" else kind
             hits = np.array([h for h, _ in res[name][kind]], dtype=float)
             widths = np.array([w for _, w in res[name][kind]])
-            worst = f", worst value {100 * hits.mean(axis=0).min():.1f}%" if hits.ndim == 2 else ""
+            worst = ""
+            if hits.ndim == 2:  # per value: the worst one (where) and how many fall below 90%
+                per = hits.mean(axis=0)
+                worst = (f", worst value {100 * per.min():.1f}% at x = {int(per.argmin())}, "
+                         f"{int((per < 0.9).sum())} below 90%")
             parts.append(f"{tag} {100 * hits.mean():5.1f}% (w {widths.mean():.4g}{worst})")
         label = "" if FAMILY == "laplace" else f" {FAMILY}"
         rows.append({"name": f"coverage{label} {method} {shape} {name}", "median_s": float(np.median(times)),

@@ -156,7 +156,8 @@ target for a lower mean TV (0.161-0.165) at a higher mean W1.
 How little the reports say in those cases, measured independently of the
 likelihood (2026-11-28, the battery's draw): the second moment of the input
 has an unbiased estimate from the reports (``sum_y c_y f_y / n`` with ``Q f = x^2``
-solved exactly on the observed outputs).  On the point masses missed under the
+solved on the observed outputs, residual below 1e-9, the rows of ``Q`` taken
+there and renormalized).  On the point masses missed under the
 wide Gaussian kernels it is 75.1 +- 13.8 (k = 20, 10^4 reports, eps = 1;
 truth 49), 65.2 +- 18.6 (k = 20, 10^5, eps = 2; truth 49) and 1377 +- 18.5
 (k = 100, 10^5, eps = 2; truth 1369), while the stopped EM and the MLE, TV
