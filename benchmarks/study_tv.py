@@ -28,17 +28,17 @@ the held-out log-likelihood in the units of the study's other members, and
 auto's rule (``study_selection.rule_auto``) is rerun with the TV members placed
 at several points of the path.
 
-Result (2026-11-28; the battery's draw and the fresh draw 5000, 176 cases
-each; cases in target, mean TV, mean W1):
+Result (2026-11-28; the battery's draw and the fresh draws 5000 and 9000,
+176 cases each; cases in target, mean TV, mean W1):
 
-============================  =====================  =====================
-path                          draw 1000              draw 5000
-============================  =====================  =====================
-auto (no TV members)          148  0.1527  0.701     145  0.1576  0.654
-EMS, TV, stop, flow, MLE      127  0.1688  0.760     122  0.1754  0.737
-EMS, stop, TV, flow, MLE      148  0.1498  0.680     144  0.1601  0.636
-EMS, stop, flow, TV, MLE      147  0.1495  0.686     144  0.1581  0.631
-============================  =====================  =====================
+==========================  ===================  ===================  ===================
+path                        draw 1000            draw 5000            draw 9000
+==========================  ===================  ===================  ===================
+auto (no TV members)        148  0.1527  0.701   145  0.1576  0.654   149  0.1455  0.636
+EMS, TV, stop, flow, MLE    127  0.1688  0.760   122  0.1754  0.737   140  0.1541  0.666
+EMS, stop, TV, flow, MLE    148  0.1498  0.680   144  0.1601  0.636   153  0.1467  0.614
+EMS, stop, flow, TV, MLE    147  0.1495  0.686   144  0.1581  0.631   152  0.1497  0.667
+==========================  ===================  ===================  ===================
 
 The TV members are excellent on piecewise-constant truths: a step on 100
 values at 10^7 reports (Laplace, eps = 2, H = 20), TV 0.002 against the best
@@ -48,14 +48,17 @@ held-out likelihood where their error is worse: smooth truths under the wide
 Gaussian kernels, TV 0.16-0.19 where the stopped EM has 0.004 at 10^7
 reports (the penalty's staircase); and by moving the best they push EMS
 members out of the slack.  Placed before the stop members (as more
-regularized than a stop), the rule loses 21-23 cases; placed after them, it
-keeps the count within one case, lowers mean W1 by 3-4% and moves mean TV by
--2% to +2%.  EM-TV stopped at 2,000 iterations per penalty (members that then
+regularized than a stop), the rule loses 9-23 cases; placed right after them,
+it gains 0 / -1 / +4 cases, lowers mean W1 by 2.8-3.5% on each draw and moves
+mean TV by -2% to +2%.  EM-TV stopped at 2,000 iterations per penalty (members that then
 depend on the cap), after the stop members: 149 / 144 cases, mean TV 0.149 /
-0.156, W1 0.685 / 0.649.  Not adopted: the gain is within the noise of one
-draw and the fits cost a median 8 s per case here (1-34 s; five penalties,
-five folds and all the counts, Newton steps in eight barrier stages), against
-auto's median of 1.95 s for its whole selection.
+0.156, W1 0.685 / 0.649 (draws 1000 and 5000).  Not adopted yet: a consistent
+3% in mean W1 and three cases over three draws, against fits that cost a
+median 8 s per case here (1-34 s; five penalties, five folds and all the
+counts, Newton steps in eight barrier stages) beside auto's median of 1.95 s
+for its whole selection, and a bootstrap that would need Newton refits per
+replicate.  A faster solver (the folds batched, fewer barrier stages) and
+warm-started refits would make it worth a fourth draw.
 
 Run: ``STUDY_SELECTION_CACHE=path OPENBLAS_NUM_THREADS=1 python
 benchmarks/study_tv.py`` (the study's records, computed first if the cache is
