@@ -6,11 +6,13 @@ max_iter respected.  Seeded simulations only; each case is a single fit on
 k = 40 values, a fraction of a second.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
 from sparseldp import SparseLaplace
-from sparseldp.estimation import ReportCounts, estimate_frequencies
+from sparseldp.estimation import ConvergenceWarning, ReportCounts, estimate_frequencies
 from sparseldp.estimation.auto import _FOLDS, _split
 from sparseldp.sampling import sample
 
@@ -126,10 +128,15 @@ def test_smooth_truth_gets_regularized():
 
 def test_respects_max_iter():
     y, _ = _reports(_smooth_pop(), 5_000, 4)
-    est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", max_iter=20, return_info=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", max_iter=20, return_info=True)
     assert est.iterations <= 20
     if est.regularization.startswith("em steps="):
         assert int(est.regularization.split("=")[1]) <= 20
+    # a refit cut short by the budget says so, and only then
+    warned = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert bool(warned) == (not est.converged), (est.regularization, est.converged, [str(w.message) for w in warned])
 
 
 def test_few_reports_fall_back_to_mle():
