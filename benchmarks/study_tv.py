@@ -185,6 +185,7 @@ def tv_record(d):
 
 
 def with_tv(d, t):
+    """The study record ``d`` with the TV members ``t`` (:func:`tv_record`) added."""
     return {**d, "scores": {**d["scores"], **t["scores"]}, "folds": {**d["folds"], **t["folds"]},
             "errs": {**d["errs"], **t["errs"]}}
 
