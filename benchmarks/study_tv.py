@@ -57,8 +57,13 @@ depend on the cap), after the stop members: 149 / 144 cases, mean TV 0.149 /
 median 8 s per case here (1-34 s; five penalties, five folds and all the
 counts, Newton steps in eight barrier stages) beside auto's median of 1.95 s
 for its whole selection, and a bootstrap that would need Newton refits per
-replicate.  A faster solver (the folds batched, fewer barrier stages) and
-warm-started refits would make it worth a fourth draw.
+replicate.  A faster solver and warm-started refits would make it worth
+adopting, but this one is not yet trustworthy either: warm-started penalties
+run through two or four barrier stages instead of eight (1.2-3.1x fewer Newton
+steps) move some members by up to 2x in TV error (a step truth, 10^5 reports,
+a = 1/8: 0.131 -> 0.072), so its stages stop short of the penalized optimum in
+places; a production solver needs a certificate of its own (the optimality
+conditions checked on the result, as the MLE's gap is).
 
 Run: ``STUDY_SELECTION_CACHE=path OPENBLAS_NUM_THREADS=1 python
 benchmarks/study_tv.py`` (the study's records, computed first if the cache is
