@@ -59,7 +59,7 @@ counts, Newton steps in eight barrier stages) beside auto's median of 1.95 s
 for its whole selection, and a bootstrap that would need Newton refits per
 replicate.  A faster solver and warm-started refits would make it worth
 adopting, but this one is not yet trustworthy either: warm-started penalties
-run through two or four barrier stages instead of eight (1.2-3.1x fewer Newton
+run through two or four barrier stages instead of eight (up to 3.1x fewer Newton
 steps) move some members by up to 2x in TV error (a step truth, 10^5 reports,
 a = 1/8: 0.131 -> 0.072), so its stages stop short of the penalized optimum in
 places; a production solver needs a certificate of its own (the optimality
