@@ -28,17 +28,17 @@ the held-out log-likelihood in the units of the study's other members, and
 auto's rule (``study_selection.rule_auto``) is rerun with the TV members placed
 at several points of the path.
 
-Result (2026-11-28; the battery's draw and the fresh draws 5000 and 9000,
-176 cases each; cases in target, mean TV, mean W1):
+Result (2026-11-28; the battery's draw and the fresh draws 5000, 9000 and
+13000, 176 cases each; cases in target / mean TV / mean W1):
 
-==========================  ===================  ===================  ===================
-path                        draw 1000            draw 5000            draw 9000
-==========================  ===================  ===================  ===================
-auto (no TV members)        148  0.1527  0.701   145  0.1576  0.654   149  0.1455  0.636
-EMS, TV, stop, flow, MLE    127  0.1688  0.760   122  0.1754  0.737   140  0.1541  0.666
-EMS, stop, TV, flow, MLE    148  0.1498  0.680   144  0.1601  0.636   153  0.1467  0.614
-EMS, stop, flow, TV, MLE    147  0.1495  0.686   144  0.1581  0.631   152  0.1497  0.667
-==========================  ===================  ===================  ===================
+==========================  ==================  ==================  ==================  ==================
+path                        draw 1000           draw 5000           draw 9000           draw 13000
+==========================  ==================  ==================  ==================  ==================
+auto (no TV members)        148 / .1527 / .701  145 / .1576 / .654  149 / .1455 / .636  149 / .1486 / .655
+EMS, TV, stop, flow, MLE    127 / .1688 / .760  122 / .1754 / .737  140 / .1541 / .666  130 / .1645 / .700
+EMS, stop, TV, flow, MLE    148 / .1498 / .680  144 / .1601 / .636  153 / .1467 / .614  145 / .1499 / .645
+EMS, stop, flow, TV, MLE    147 / .1495 / .686  144 / .1581 / .631  152 / .1497 / .667  145 / .1489 / .643
+==========================  ==================  ==================  ==================  ==================
 
 The TV members are excellent on piecewise-constant truths: a step on 100
 values at 10^7 reports (Laplace, eps = 2, H = 20), TV 0.002 against the best
@@ -49,16 +49,16 @@ Gaussian kernels, TV 0.16-0.19 where the stopped EM has 0.004 at 10^7
 reports (the penalty's staircase); and by moving the best they push EMS
 members out of the slack.  Placed before the stop members (as more
 regularized than a stop), the rule loses 9-23 cases; placed right after them,
-it gains 0 / -1 / +4 cases, lowers mean W1 by 2.8-3.5% on each draw and moves
-mean TV by -2% to +2%.  EM-TV stopped at 2,000 iterations per penalty (members that then
+it changes the cases in target by 0 / -1 / +4 / -4, lowers mean W1 by
+1.5-3.5% on each draw and raises mean TV on three of the four (by up to 1.6%;
+-1.9% on the battery's draw).  EM-TV stopped at 2,000 iterations per penalty (members that then
 depend on the cap), after the stop members: 149 / 144 cases, mean TV 0.149 /
-0.156, W1 0.685 / 0.649 (draws 1000 and 5000).  Not adopted yet: a consistent
-3% in mean W1 and three cases over three draws, against fits that cost a
+0.156, W1 0.685 / 0.649 (draws 1000 and 5000).  Not adopted: 1.5-3.5% in
+mean W1 and no case gained over four draws, against fits that cost a
 median 8 s per case here (1-34 s; five penalties, five folds and all the
 counts, Newton steps in eight barrier stages) beside auto's median of 1.95 s
 for its whole selection, and a bootstrap that would need Newton refits per
-replicate.  A faster solver and warm-started refits would make it worth
-adopting, but this one is not yet trustworthy either: warm-started penalties
+replicate.  Nor is this solver trustworthy enough to ship: warm-started penalties
 run through two or four barrier stages instead of eight (up to 3.1x fewer Newton
 steps) move some members by up to 2x in TV error (a step truth, 10^5 reports,
 a = 1/8: 0.131 -> 0.072), so its stages stop short of the penalized optimum in
