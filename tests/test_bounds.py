@@ -7,7 +7,6 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-import brute
 from sparseldp import SparseGaussian, SparseLaplace, bounds, smallest_support
 
 
