@@ -158,8 +158,9 @@ def _uniform_em(A, AT, C, steps):
 def _flow_path(A, AT, C, times):
     """:data:`_STOP_CAP` plain EM steps from the uniform start on each column of the counts ``C``
     (outputs x b), then the EM flow (``solvers._em_flow``) through ``times`` (each above the cap):
-    ``(one k x b array per time, failed mask)``.  ``A`` is made dense if it is not (a flow member is only
-    chosen on dense channels)."""
+    ``(one k x b array per time, failed mask)``.  ``A`` is made dense if it is not: ``auto`` chooses a flow
+    member only on dense channels, but ``bootstrap`` accepts any estimate whose regularization reads
+    ``"em flow=T"``, a hand-made one on a sparse channel included."""
     if not isinstance(A, np.ndarray):
         A, AT = A.toarray(), AT.toarray()
     C = np.asarray(C, dtype=float)
