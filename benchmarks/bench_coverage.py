@@ -18,7 +18,8 @@ coverage averaged over the values, that of the worst value and where it is,
 and how many values are covered in fewer than 90% of the repetitions).  The four
 interval kinds are scored ("span" = the normal interval of the estimate stretched
 to its bias-corrected value, the default; "hull" = the smallest interval holding
-the last two; "basic" = reflected percentiles; "percentile").
+the last two; "basic" = reflected percentiles; "percentile"; for the quantiles,
+both kinds, the points whose CDF interval of that kind contains ``q``).
 Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
 one bootstrap (B = 200) and the note ``span <cov> (w <width>) | hull ... | basic ... | pct ...``
 (coverage in %, mean interval width).  Target: 93-97 %.

@@ -395,23 +395,57 @@ def test_interpolated_quantile_bad_method():
         stats.quantile(P4, 0.5, method=1)
 
 
-def test_interpolated_quantile_interval_is_an_ordinary_bootstrap_interval(est):
+def _interp_cdf(P, v, t):
+    """The grouped-data CDF of each row of ``P`` at the points ``t`` (brute force, for the tests)."""
+    e = stats._edges(v)
+    x = np.clip(np.searchsorted(e, t, side="right") - 1, 0, v.size - 1)
+    F = np.concatenate([np.zeros(P.shape[:-1] + (1,)), np.cumsum(P, axis=-1) / P.sum(axis=-1, keepdims=True)],
+                       axis=-1)
+    u = np.clip((t - e[x]) / (e[x + 1] - e[x]), 0.0, 1.0)
+    return F[..., x] + u * (F[..., x + 1] - F[..., x])
+
+
+@pytest.mark.parametrize("kind", ["span", "hull", "basic", "percentile"])
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.9])
+def test_interpolated_quantile_interval_inverts_the_cdf_interval(est, kind, q):
+    # Woodruff's interval: from the first t whose CDF interval reaches q to the last whose interval
+    # starts at or below q, checked on a grid of 2,000 points a cell (the method rounds outwards by
+    # at most 1/256 of a cell)
     bs = boot.bootstrap(est, MECH, B=60, rng=4)
-    t = bs.point("quantile", q=0.5, method="interpolated")
-    assert t == pytest.approx(stats.quantile(est.p, 0.5, est.values, method="interpolated"))
-    tb = bs.distribution("quantile", q=0.5, method="interpolated")
-    plo, phi = bs.interval("quantile", q=0.5, method="interpolated", kind="percentile")
-    assert plo == np.quantile(tb, 0.025, method="lower") and phi == np.quantile(tb, 0.975, method="higher")
-    blo, bhi = bs.interval("quantile", q=0.5, method="interpolated", kind="basic")
-    assert blo == pytest.approx(2 * t - phi) and bhi == pytest.approx(2 * t - plo)
-    assert bs.interval("quantile", q=0.5, method="interpolated", kind="hull") == (min(plo, blo), max(phi, bhi))
-    lo, hi = est.quantile(0.5, ci=bs, method="interpolated")[1]  # the default span: a normal interval
-    c, se = 2 * t - tb.mean(), tb.std(ddof=1)
-    z = scipy.stats.norm.ppf(0.975)
-    assert lo == pytest.approx(min(t, c) - z * se, rel=1e-12) and hi == pytest.approx(max(t, c) + z * se, rel=1e-12)
-    # narrower than the set of values the default rule returns, and inside the domain's cells
+    v = est.values.astype(float)
+    e = stats._edges(v)
+    t = np.linspace(e[0], e[-1], 2000 * v.size + 1)
+    flo, fhi = bs._ends(_interp_cdf(est.p, v, t), _interp_cdf(bs.replicates, v, t), 0.025, kind)
+    want_lo, want_hi = t[np.flatnonzero(fhi >= q)[0]], t[np.flatnonzero(flo <= q)[-1]]
+    lo, hi = bs.interval("quantile", q=q, method="interpolated", kind=kind)
+    step = 1 / 256 + 1 / 2000
+    assert want_lo - step - 1e-9 <= lo <= want_lo + 1e-9
+    assert want_hi - 1e-9 <= hi <= want_hi + step + 1e-9
+    assert e[0] <= lo <= hi <= e[-1]
+    if kind in ("span", "hull"):  # intervals that contain the estimate
+        assert lo <= bs.point("quantile", q=q, method="interpolated") <= hi
+    # vector q: the same intervals elementwise
+    los, his = bs.interval("quantile", q=[q, 0.3], method="interpolated", kind=kind)
+    assert (los[0], his[0]) == (lo, hi)
+
+
+def test_interpolated_quantile_interval_without_spread_is_the_estimate(est):
+    # replicates equal to the estimate: the span is the point, up to the outward rounding
+    bs = boot.Bootstrap(est.p, est.values, np.tile(est.p, (5, 1)), "em")
+    for q in (0.05, 0.5, 0.97):
+        t = bs.point("quantile", q=q, method="interpolated")
+        lo, hi = bs.interval("quantile", q=q, method="interpolated")
+        assert t - 1 / 256 - 1e-9 <= lo <= t <= hi <= t + 1 / 256 + 1e-9
+
+
+def test_interpolated_quantile_interval_is_narrower_than_the_value_set(est):
+    bs = boot.bootstrap(est, MECH, B=60, rng=4)
+    lo, hi = est.quantile(0.5, ci=bs, method="interpolated")[1]
     vlo, vhi = bs.interval("quantile", q=0.5)
     assert hi - lo <= vhi - vlo + 1.0 and est.values[0] - 0.5 <= lo <= hi <= est.values[-1] + 0.5
+    # and the replicate quantiles are still there for whoever wants their spread
+    tb = bs.distribution("quantile", q=0.5, method="interpolated")
+    assert tb.shape == (60,) and np.all((tb >= est.values[0] - 0.5) & (tb <= est.values[-1] + 0.5))
 
 
 def test_unconverged_mle_refits_warn_with_their_certified_gaps(monkeypatch):
