@@ -443,6 +443,30 @@ def rule_auto(d, ratio=None, nats=None):
                         nats=auto._SLACK_NATS if nats is None else nats)
 
 
+def rule_auto_fold_se(d, larger):
+    """auto's rule with the cross-validation standard error across the folds (Hastie, Tibshirani and
+    Friedman, sec. 7.10): ``sqrt(K)`` times the standard deviation of the K per-fold differences, which
+    sees the training folds' variation that the per-report one leaves out; with ``larger``, the larger
+    of the two.  (It swaps ``auto._diff_se`` while it chooses.)"""
+    import math
+
+    from sparseldp.estimation import auto
+
+    per_report = auto._diff_se
+
+    def diff_se(scores, a, b, H):
+        diff, se = per_report(scores, a, b, H)
+        dk = (H * (scores[a] - scores[b])).sum(axis=0)
+        fold = math.sqrt(dk.size) * float(np.std(dk, ddof=1))
+        return diff, max(se, fold) if larger else fold
+
+    auto._diff_se = diff_se
+    try:
+        return rule_auto(d)
+    finally:
+        auto._diff_se = per_report
+
+
 def _unbiased_targets(d, cutoff=1e-12):
     """Per held-out fold, the unbiased (generalized least squares) inversion of its counts, and the map
     ``B`` (values x observed outputs) with ``B Q^T = I``: ``u_j = B h_j / n_j``, ``E u_j = p``.
@@ -533,6 +557,8 @@ RULES = {
     "the same, without the flow members (before 2026-11-28)": lambda d: rule_auto(_without_flow(d), nats=0.0),
     **{f"the same, slack 1 SE or {t:g} nats": (lambda d, t=t: rule_auto(d, nats=t)) for t in (0.25, 0.5, 1.5, 2, 3, 5)},
     "the same, slack 1 SE or 1 nat: auto": rule_auto,
+    "auto with the folds' CV standard error": lambda d: rule_auto_fold_se(d, False),
+    "auto with the larger of the two standard errors": lambda d: rule_auto_fold_se(d, True),
     **{f"{c:g} SE": (lambda d, c=c: rule_se(d, c)) for c in (0, 0.5, 1, 1.5, 2)},
     **{f"forward {c:g}": (lambda d, c=c: rule_forward(d, c)) for c in (0.5, 1, 2)},
     **{f"balancing {kp:g}": (lambda d, kp=kp: rule_balancing(d, kp)) for kp in (1, 1.5, 2, 3)},
