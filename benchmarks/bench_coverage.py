@@ -34,6 +34,11 @@ Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
 ``SPARSELDP_COVERAGE_FAMILY=gaussian`` runs the same with ``design("gaussian", eps=1,
 delta=1e-6, H=5)`` (SparseGaussian(sigma=21.1, s=351): a kernel far wider than the
 Laplace one), a second setting for the choice of the default interval.
+``SPARSELDP_COVERAGE_SHAPES=real`` replaces the three shapes by three real columns
+(``bench_real.columns()``, which needs the bench extra's statsmodels): doctor visits
+(0..77, most at 0-2, a long tail), years of education (0..25, a spike at 12) and the
+health index (4..100, a ceiling spike at 100), each on its own range; the range query
+is then P(q25 <= X <= q75) and the CDF is taken at the median (the truth's values).
 """
 
 from __future__ import annotations
@@ -50,7 +55,10 @@ N = 10**5
 B = 200
 # `make bench` runs EM with 8 repetitions (a rough check, +-15 points); SPARSELDP_BENCH_FULL=1 runs 20
 REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
-SHAPES = ("smooth", "bimodal", "spiky")
+SYNTHETIC = ("smooth", "bimodal", "spiky")
+# real columns (bench_real.columns(): the empirical distributions of survey columns), on their own ranges
+REAL = ("doctor visits (RAND)", "education years (RAND)", "health index (RAND)")
+SHAPES = REAL if os.environ.get("SPARSELDP_COVERAGE_SHAPES") == "real" else SYNTHETIC
 KINDS = ("span", "hull", "basic", "percentile")
 FAMILY = os.environ.get("SPARSELDP_COVERAGE_FAMILY", "laplace")
 STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}),
@@ -58,7 +66,26 @@ STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50
          ("p90-interp", {"q": 0.9, "method": "interpolated"}), ("var", {}), ("cdf60", {"x": 60}))
 
 
+def _stats(shape: str, p: np.ndarray) -> tuple:
+    """The statistics scored: :data:`STATS` on the synthetic shapes; on a real column the range query
+    is P(q25 <= X <= q75) and the CDF is taken at the median (values of the truth, 0-based)."""
+    if shape in SYNTHETIC:
+        return STATS
+    from sparseldp.estimation import stats
+
+    v = np.arange(p.size)
+    a, b, x = (int(stats.quantile(p, q, v)) for q in (0.25, 0.75, 0.5))
+    return tuple((f"range{a}-{b}", {"a": a, "b": b}) if name.startswith("range") else
+                 (f"cdf{x}", {"x": x}) if name.startswith("cdf") else (name, kw) for name, kw in STATS)
+
+
 def population(shape: str) -> np.ndarray:
+    """The true distribution on ``0..k-1``: ``k = K`` for the synthetic shapes, a real column's range
+    (shifted to start at 0: the mechanisms are shift-invariant) for the real ones."""
+    if shape in REAL:
+        import bench_real
+
+        return bench_real.columns()[shape][1]
     v = np.arange(K, dtype=float)
     if shape == "smooth":
         p = np.exp(-0.5 * ((v - 40) / 12) ** 2)
@@ -70,15 +97,28 @@ def population(shape: str) -> np.ndarray:
     return p / p.sum()
 
 
-def _truth(p):
+def _truth(p, stat_list=STATS):
     from sparseldp.estimation import stats
 
-    v = np.arange(K)
-    return {"mean": stats.mean(p, v), "median": stats.quantile(p, 0.5, v), "p90": stats.quantile(p, 0.9, v),
-            "range30-50": stats.range_prob(p, 30, 50, v),
-            "median-interp": stats.quantile(p, 0.5, v, method="interpolated"),
-            "p90-interp": stats.quantile(p, 0.9, v, method="interpolated"),
-            "var": stats.var(p, v), "cdf60": stats.cdf(p, 60, v)}
+    v = np.arange(p.size)
+    out = {}
+    for name, kw in stat_list:
+        stat = _stat_of(name)
+        if stat == "quantile":
+            out[name] = stats.quantile(p, kw["q"], v, method=kw.get("method", "inverted_cdf"))
+        elif stat == "range":
+            out[name] = stats.range_prob(p, kw["a"], kw["b"], v)
+        elif stat == "cdf":
+            out[name] = stats.cdf(p, kw["x"], v)
+        else:
+            out[name] = getattr(stats, stat)(p, v)
+    return out
+
+
+def _stat_of(name: str) -> str:
+    """The Bootstrap.interval statistic a row name scores."""
+    return name if name in ("mean", "var") else "cdf" if name.startswith("cdf") else \
+        "range" if name.startswith("range") else "quantile"
 
 
 def coverage(method: str, shape: str, reps: int, seed: int = 2026):
@@ -90,24 +130,23 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
 
     mech = sl.design(FAMILY, eps=1, delta=1e-6, H=5).mechanism
     p = population(shape)
-    truth = _truth(p)
+    stat_list = _stats(shape, p)
+    truth = _truth(p, stat_list)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
-    res = {name: {kind: [] for kind in KINDS} for name, _ in (*STATS, ("each value", {}))}
+    res = {name: {kind: [] for kind in KINDS} for name, _ in (*stat_list, ("each value", {}))}
     times = []
     for _ in range(reps):
-        x = gen.choice(K, size=N, p=p)
+        x = gen.choice(p.size, size=N, p=p)
         y = sample(mech, x, rng=gen)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = estimate_frequencies(y, mech, domain=(0, K - 1), method=method, return_info=True)
+            est = estimate_frequencies(y, mech, domain=(0, p.size - 1), method=method, return_info=True)
             t0 = time.perf_counter()
             bs = bootstrap(est, mech, B=B, rng=gen)
             times.append(time.perf_counter() - t0)
-        for name, kw in STATS:
-            stat = name if name in ("mean", "var") else "cdf" if name.startswith("cdf") else \
-                "range" if name.startswith("range") else "quantile"
+        for name, kw in stat_list:
             for kind in KINDS:
-                lo, hi = bs.interval(stat, 0.95, kind=kind, **kw)
+                lo, hi = bs.interval(_stat_of(name), 0.95, kind=kind, **kw)
                 res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
         for kind in KINDS:  # every frequency: which values are covered (scored over values below)
             lo, hi = bs.interval("p", 0.95, kind=kind)
@@ -118,7 +157,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
 def _rows(method, shape, reps):
     res, times = coverage(method, shape, reps)
     rows = []
-    for name, _ in (*STATS, ("each value", {})):
+    for name in res:  # the statistics in the order scored, then "each value"
         parts = []
         for kind in KINDS:
             tag = "pct" if kind == "percentile" else kind

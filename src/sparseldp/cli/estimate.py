@@ -32,8 +32,9 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
 * ``--quantile-method``: ``inverted_cdf`` (default: each quantile is a value
   of the domain, its interval a set of values, conservative) or
   ``interpolated`` (the grouped-data rule of
-  :mod:`sparseldp.estimation.stats`: a real number, with an ordinary bootstrap
-  interval).  The mean is estimated the same way
+  :mod:`sparseldp.estimation.stats`: a real number, its interval the points
+  ``t`` whose interval of the piecewise-linear CDF ``F(t)`` contains ``q``,
+  Woodruff's inversion).  The mean is estimated the same way
   whatever the method (:func:`sparseldp.estimate_mean`): for a Piecewise,
   Hybrid or Duchi spec with the papers' unbiased per-report estimator
   (labelled "unbiased (Wang et al. 2019)" / "unbiased (Duchi et al. 2013)",
