@@ -286,11 +286,14 @@ def test_bootstrap_refits_the_auto_member(reg):
     x = np.random.default_rng(1).integers(0, 30, 20_000)
     est = estimate_frequencies_full(m.sample(x, rng=1), m, domain=(0, 29), method="auto")
     est = dataclasses.replace(est, regularization=reg)
-    b = est.bootstrap(m, rng=0, B=50)
-    assert b.replicates.shape == (50, 30) and b.converged == 50
-    if reg == "em steps=0":  # no step: every replicate stays at the uniform start
+    if reg == "em steps=0":  # no step: every replicate stays at the uniform start (and bootstrap says so)
+        with pytest.warns(RuntimeWarning, match="are all the same distribution"):
+            b = est.bootstrap(m, rng=0, B=50)
+        assert b.replicates.shape == (50, 30) and b.converged == 50
         np.testing.assert_allclose(b.replicates, 1.0 / 30)
         return
+    b = est.bootstrap(m, rng=0, B=50)
+    assert b.replicates.shape == (50, 30) and b.converged == 50
     value, (lo, hi) = est.mean(ci=b)
     assert lo <= value <= hi and hi - lo < 1.0
 
@@ -446,6 +449,22 @@ def test_interpolated_quantile_interval_is_narrower_than_the_value_set(est):
     # and the replicate quantiles are still there for whoever wants their spread
     tb = bs.distribution("quantile", q=0.5, method="interpolated")
     assert tb.shape == (60,) and np.all((tb >= est.values[0] - 0.5) & (tb <= est.values[-1] + 0.5))
+
+
+def test_bootstrap_warns_when_the_refits_do_not_vary():
+    # a flat truth: auto keeps EM's uniform start (em steps=0), which fits every replicate as well, so all
+    # refits are the same distribution and every interval has zero width: say so
+    y = sample(MECH, np.arange(30).repeat(200), rng=1)
+    est = estimate_frequencies(y, MECH, domain=DOM, return_info=True)
+    assert est.regularization == "em steps=0"
+    with pytest.warns(RuntimeWarning, match=r"the 40 bootstrap refits \(em steps=0\) are all the same"):
+        bs = est.bootstrap(MECH, B=40, rng=0)
+    lo, hi = est.cdf(14, ci=bs)[1]
+    assert lo == hi
+    # refits that vary: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimate_frequencies(y, MECH, domain=DOM, method="ems", return_info=True).bootstrap(MECH, B=10, rng=0)
 
 
 def test_unconverged_mle_refits_warn_with_their_certified_gaps(monkeypatch):

@@ -70,7 +70,10 @@ reports resolve, the bias at a point exceeds the interval: on a real health
 index heaped on every fourth value (``bench_coverage`` with
 ``SPARSELDP_COVERAGE_SHAPES=real``) the mean's interval covers 95.0 % and the
 variance's 90.5 %, but a range query 9.5 %, the CDF at the median 19.0 % and
-single frequencies 34.9 % on average.
+single frequencies 34.9 % on average.  In the extreme, auto's ``"em steps=0"``
+(EM's uniform start, kept where it already fits the counts) is returned by
+every refit, and every interval has zero width: :func:`bootstrap` warns
+(``RuntimeWarning``) whenever its refits are all the same distribution.
 
 The bootstrap is simulation on already-privatized counts: it has no privacy
 role, and ``rng`` may be a seed for reproducible intervals.  With
@@ -109,6 +112,9 @@ _KINDS = ("span", "hull", "basic", "percentile")
 # Grid points per cell where an interpolated quantile's interval crosses (Bootstrap._interp_inverted):
 # its ends are rounded outwards by at most 1/256 of a cell.
 _CELL_GRID = 257
+# Replicates whose every frequency spreads by at most this much (relative to the largest) are "all the same"
+# (bootstrap warns: its intervals have zero width).
+_NO_SPREAD = 1e-12
 _KINDS_TEXT = ", ".join(map(repr, _KINDS[:-1])) + f" or {_KINDS[-1]!r}"
 
 
@@ -489,6 +495,13 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                    f"{left.max():.3g} nats, on {n:,} reports)")
         warnings.warn(f"{B - n_conv} of {B} bootstrap refits stopped at max_iter = {max_iter} before "
                       f"tol = {tol:g}{how}", RuntimeWarning, stacklevel=2)
+    if B > 1 and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
+        # e.g. auto's "em steps=0": the uniform start already fits the counts, and fits every replicate
+        warnings.warn(f"the {B} bootstrap refits ({estimate.regularization or estimate.method}) are all the same "
+                      "distribution: the chosen regularization returns its start whatever the counts, so every "
+                      "interval has zero width and describes the regularized estimate, not the truth; for "
+                      "intervals with sampling spread, estimate with method 'ems' or 'em'", RuntimeWarning,
+                      stacklevel=2)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
