@@ -37,7 +37,8 @@ Laplace one), a second setting for the choice of the default interval.
 ``SPARSELDP_COVERAGE_SHAPES=real`` replaces the three shapes by three real columns
 (``bench_real.columns()``, which needs the bench extra's statsmodels): doctor visits
 (0..77, most at 0-2, a long tail), years of education (0..25, a spike at 12) and the
-health index (4..100, a ceiling spike at 100), each on its own range; the range query
+health index (4..100, heaped: every fourth value carries about 4%, its neighbours
+0.1-2%), each on its own range; the range query
 is then P(q25 <= X <= q75) and the CDF is taken at the median (the truth's values).
 """
 
