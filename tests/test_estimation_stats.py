@@ -461,6 +461,13 @@ def test_bootstrap_warns_when_the_refits_do_not_vary():
         bs = est.bootstrap(MECH, B=40, rng=0)
     lo, hi = est.cdf(14, ci=bs)[1]
     assert lo == hi
+    # any other estimator whose refits all coincide is named, without the uniform start's explanation
+    ems = estimate_frequencies(y, MECH, domain=DOM, method="ems", return_info=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(boot, "_refit_replicates", lambda model, C, *a, **k: (
+            np.tile(ems.p, (C.shape[0], 1)), np.ones(C.shape[0], bool), None, False))
+        with pytest.warns(RuntimeWarning, match=r"refits \(ems\) are all the same distribution; every interval"):
+            ems.bootstrap(MECH, B=5, rng=0)
     # refits that vary: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")

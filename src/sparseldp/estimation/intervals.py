@@ -496,12 +496,14 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         warnings.warn(f"{B - n_conv} of {B} bootstrap refits stopped at max_iter = {max_iter} before "
                       f"tol = {tol:g}{how}", RuntimeWarning, stacklevel=2)
     if B > 1 and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
+        label = estimate.regularization or estimate.method
+        why = (": EM's uniform start, which fits every replicate's counts as well" if label == "em steps=0"
+               else "")
         # e.g. auto's "em steps=0": the uniform start already fits the counts, and fits every replicate
-        warnings.warn(f"the {B} bootstrap refits ({estimate.regularization or estimate.method}) are all the same "
-                      "distribution: the chosen regularization returns its start whatever the counts, so every "
-                      "interval has zero width and describes the regularized estimate, not the truth; for "
-                      "intervals with sampling spread, estimate with method 'ems' or 'em'", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
+                      "has zero width and says nothing of the sampling error (where the estimate is regularized, "
+                      "it describes the regularized estimate, not the truth); for intervals with sampling "
+                      "spread, estimate with method 'ems' or 'em'", RuntimeWarning, stacklevel=2)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
