@@ -26,7 +26,9 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
 * ``--method``: ``auto`` (default: the amount of regularization chosen from
   the reports by held-out likelihood, named in the summary), ``em`` (the
   maximum-likelihood estimate, discrete by construction: the choice for values
-  known to sit on a few atoms, README "Limits"), ``ems`` (EM with smoothing; ``--smooth m``
+  known to sit on a few atoms, and for bootstrap intervals of CDF points,
+  ranges, quantiles and frequencies on heaped or rounded data, README
+  "Limits"), ``ems`` (EM with smoothing; ``--smooth m``
   passes of the (1, 2, 1)/4 kernel per step) or ``inversion`` (least squares +
   simplex projection); see :func:`sparseldp.estimate_frequencies`.
 * ``--quantile-method``: ``inverted_cdf`` (default: each quantile is a value
@@ -153,7 +155,7 @@ def estimate_command(
     method: Annotated[str, typer.Option(
         "--method", help="auto (default: regularization chosen from the reports by 5-fold held-out "
                          "likelihood), em (maximum likelihood: for values known to sit on a few "
-                         "atoms), ems (EM with smoothing: for smooth distributions), or inversion.")] = "auto",
+                         "atoms, and for intervals of points, ranges and quantiles on heaped data), ems (EM with smoothing: for smooth distributions), or inversion.")] = "auto",
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,

@@ -70,7 +70,10 @@ reports resolve, the bias at a point exceeds the interval: on a real health
 index heaped on every fourth value (``bench_coverage`` with
 ``SPARSELDP_COVERAGE_SHAPES=real``) the mean's interval covers 95.0 % and the
 variance's 90.5 %, but a range query 9.5 %, the CDF at the median 19.0 % and
-single frequencies 34.9 % on average.  In the extreme, auto's ``"em steps=0"``
+single frequencies 34.9 % on average; the MLE's (``method="em"``, 40
+repetitions) cover 87.5-97.5 % on the same statistics of the three real
+columns, up to 4.5 times wider, and EMS's cover 0-13.5 % on the health
+index's range, CDF and p90.  In the extreme, auto's ``"em steps=0"``
 (EM's uniform start, kept where it already fits the counts) is returned by
 every refit, and every interval has zero width: :func:`bootstrap` warns
 (``RuntimeWarning``) whenever its refits are all the same distribution.
@@ -503,7 +506,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
                       "has zero width and says nothing of the sampling error (where the estimate is regularized, "
                       "it describes the regularized estimate, not the truth); for intervals with sampling "
-                      "spread, estimate with method 'ems' or 'em'", RuntimeWarning, stacklevel=2)
+                      "spread and the least bias, estimate with method 'em'", RuntimeWarning, stacklevel=2)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
