@@ -70,10 +70,9 @@ reports resolve, the bias at a point exceeds the interval: on a real health
 index heaped on every fourth value (``bench_coverage`` with
 ``SPARSELDP_COVERAGE_SHAPES=real``) the mean's interval covers 95.0 % and the
 variance's 90.5 %, but a range query 9.5 %, the CDF at the median 19.0 % and
-single frequencies 34.9 % on average; the MLE's (``method="em"``, 40
-repetitions) cover 87.5-97.5 % on the same statistics of the three real
-columns, up to 4.5 times wider, and EMS's cover 0-13.5 % on the health
-index's range, CDF and p90.  In the extreme, auto's ``"em steps=0"``
+single frequencies 34.9 % on average; the MLE's (``method="em"``) cover
+88-98 % on the same statistics of the three real columns, up to 4.6 times
+wider, and EMS's cover 0-13.5 % on the health index's range, CDF and p90.  In the extreme, auto's ``"em steps=0"``
 (EM's uniform start, kept where it already fits the counts) is returned by
 every refit, and every interval has zero width: :func:`bootstrap` warns
 (``RuntimeWarning``) whenever its refits are all the same distribution.
