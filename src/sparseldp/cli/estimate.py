@@ -155,7 +155,8 @@ def estimate_command(
     method: Annotated[str, typer.Option(
         "--method", help="auto (default: regularization chosen from the reports by 5-fold held-out "
                          "likelihood), em (maximum likelihood: for values known to sit on a few "
-                         "atoms, and for intervals of points, ranges and quantiles on heaped data), ems (EM with smoothing: for smooth distributions), or inversion.")] = "auto",
+                         "atoms, and for intervals of points, ranges and quantiles on heaped data), "
+                         "ems (EM with smoothing: for smooth distributions), or inversion.")] = "auto",
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,

@@ -103,8 +103,7 @@ import numpy as np
 from .._validation import check_int, check_positive, check_probability
 from ._parallel import small_blas
 from .model import _model
-from .refits import _REFIT_TOL, _refit_replicates
-from .solvers import METHODS, _METHODS_TEXT, _check_smooth
+from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .stats import (_CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
                     _edges, _mean, _quantile, _quantile_interp, _range, _reaching, _scalar, _var)
 
@@ -131,45 +130,6 @@ def _generator(rng):
     if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
         return np.random.default_rng(rng)
     raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__}"[:300])
-
-
-def _refit_plan(estimate, smooth):
-    """``(method, smooth passes, EM steps or None)`` to refit replicates with.
-
-    ``method="auto"`` refits the member of the regularization path it chose
-    (``estimate.regularization``), so the intervals leave out the variability of
-    the choice itself (re-running the selection per replicate would cost a full
-    path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
-    start, as the member was fit; ``"em flow=T"`` the cap's EM steps and the EM flow to
-    time ``T`` (``_em_members._flow_fits``).
-    """
-    method = getattr(estimate, "method", None)
-    if method == "auto":
-        reg = getattr(estimate, "regularization", None) or ""
-        if smooth is not None:
-            raise ValueError(f"smooth must not be given for method='auto' (the estimate records {reg!r})")
-        try:
-            if reg.startswith("ems smooth="):
-                return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1), None, 0.25
-            if reg.startswith("ems weight="):
-                w = float(reg.split("=", 1)[1])
-                if not 0.0 < w <= 0.25:
-                    raise ValueError
-                return "ems", 1, None, w
-            if reg.startswith("em steps="):
-                return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=0), 0.25
-            if reg.startswith("em flow="):
-                return "em-flow", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
-        except ValueError:
-            pass
-        if reg == "em mle":
-            return "em", 1, None, 0.25
-        raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
-                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t', 'em flow=T' or 'em mle'; "
-                         f"got {reg!r}")
-    if method not in METHODS:
-        raise ValueError(f"estimate.method must be {_METHODS_TEXT}; got {method!r}")
-    return method, _check_smooth(smooth, method), None, 0.25
 
 
 @dataclass(frozen=True)
@@ -257,6 +217,13 @@ class Bootstrap:
             return 2.0 * t - hi_q, 2.0 * t - lo_q
         return np.minimum(lo_q, 2.0 * t - hi_q), np.maximum(hi_q, 2.0 * t - lo_q)  # "hull" of the two
 
+    def _cdf_ends(self, alpha: float, kind: str):
+        """The CDF at the ``k + 1`` cell edges (0 first) for the estimate and each replicate, and its
+        interval of ``kind`` there: ``(F, Fb, lo, hi)``, unclipped."""
+        F = np.concatenate([[0.0], _cum(self.p)])
+        Fb = np.concatenate([np.zeros((self.B, 1)), _cum(self.replicates)], axis=1)
+        return (F, Fb) + tuple(self._ends(F, Fb, alpha, kind))
+
     def _interp_inverted(self, qf: np.ndarray, alpha: float, kind: str):
         r"""Interpolated-quantile intervals by inverting the band of the interpolated CDF.
 
@@ -273,9 +240,7 @@ class Bootstrap:
         """
         e = _edges(self.values)
         k = self.values.size
-        F = np.concatenate([[0.0], _cum(self.p)])  # the CDF at the k + 1 cell edges
-        Fb = np.concatenate([np.zeros((self.B, 1)), _cum(self.replicates)], axis=1)
-        flo, fhi = self._ends(F, Fb, alpha, kind)
+        F, Fb, flo, fhi = self._cdf_ends(alpha, kind)
         u = np.linspace(0.0, 1.0, _CELL_GRID)
         lo_out, hi_out = np.empty(qf.size), np.empty(qf.size)
 
@@ -289,17 +254,18 @@ class Bootstrap:
             j = int(reach[0]) if reach.size else k
             if j == 0:
                 lo_out[i] = e[0]
-            else:  # hi crosses q in cell j - 1: the last grid point before it reaches q
+            else:  # hi crosses q in cell j - 1 (its last grid point is edge j, at q or above)
                 _, h = band(j - 1)
-                first = int(np.argmax(h >= q - _CDF_SLACK)) if np.any(h >= q - _CDF_SLACK) else u.size - 1
+                first = int(np.argmax(h >= q - _CDF_SLACK))
                 lo_out[i] = e[j - 1] + u[max(first - 1, 0)] * (e[j] - e[j - 1])
             below = np.flatnonzero(flo <= q + _CDF_SLACK)
             j = int(below[-1]) if below.size else 0
             if j >= k:
                 hi_out[i] = e[k]
-            else:  # lo crosses q in cell j: the first grid point past the last one at or below q
+            else:  # lo crosses q in cell j (its first grid point is edge j, at q or below)
                 lw, _ = band(j)
-                last = int(np.flatnonzero(lw <= q + _CDF_SLACK)[-1]) if np.any(lw <= q + _CDF_SLACK) else 0
+                at_or_below = np.flatnonzero(lw <= q + _CDF_SLACK)
+                last = int(at_or_below[-1]) if at_or_below.size else 0  # (empty only by rounding at edge j)
                 hi_out[i] = e[j] + u[min(last + 1, u.size - 1)] * (e[j + 1] - e[j])
         return lo_out, hi_out
 
@@ -351,8 +317,8 @@ class Bootstrap:
             # reflecting the replicate quantiles of a discrete statistic undercovers (74-78 %
             # for p90 in bench_coverage against 95-100 % for this inversion).
             q = np.ravel(_check_q(kw["q"]))
-            flo, fhi = self._ends(_cum(self.p), _cum(self.replicates), alpha, kind)
-            flo, fhi = np.clip(flo, 0.0, 1.0), np.clip(fhi, 0.0, 1.0)
+            _, _, flo, fhi = self._cdf_ends(alpha, kind)  # at the values: the edges after the first
+            flo, fhi = np.clip(flo[1:], 0.0, 1.0), np.clip(fhi[1:], 0.0, 1.0)
             shape = np.shape(kw["q"])
             lo = self.values[_reaching(fhi, q)].reshape(shape).astype(float)
             hi = self.values[_reaching(flo, q)].reshape(shape).astype(float)
@@ -417,7 +383,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     ----------
     estimate : FrequencyEstimate
         Uses ``p``, ``domain``, ``method``, ``n`` (and ``regularization`` for
-        ``method="auto"``: the chosen member is refitted, see ``_refit_plan``).  The
+        ``method="auto"``: the chosen member is refitted, see ``refits._refit_plan``).  The
         report counts are not needed: the parametric bootstrap resamples from the fit.
     mechanism : SparseLaplace, SparseGaussian or SparseChannel
         The mechanism that produced the reports (the one passed to the estimator).

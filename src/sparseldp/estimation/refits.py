@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import check_int
 from ._parallel import blocks_for, map_blocks, one_blas_thread
 from ._em_members import _flow_fits
 from .mle import _NEWTON_STEPS, _active_newton, _active_sparse, _dense_newton_cost, _newton
-from .solvers import _em_run, _ems_fixed, _least_squares, _squarem, project_simplex
+from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares, _squarem,
+                      project_simplex)
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
@@ -153,10 +155,49 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
     return out, conv, gaps
 
 
+def _refit_plan(estimate, smooth):
+    """``(method, smooth passes, EM steps or None)`` to refit replicates with.
+
+    ``method="auto"`` refits the member of the regularization path it chose
+    (``estimate.regularization``), so the intervals leave out the variability of
+    the choice itself (re-running the selection per replicate would cost a full
+    path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
+    start, as the member was fit; ``"em flow=T"`` the cap's EM steps and the EM flow to
+    time ``T`` (``_em_members._flow_fits``).
+    """
+    method = getattr(estimate, "method", None)
+    if method == "auto":
+        reg = getattr(estimate, "regularization", None) or ""
+        if smooth is not None:
+            raise ValueError(f"smooth must not be given for method='auto' (the estimate records {reg!r})")
+        try:
+            if reg.startswith("ems smooth="):
+                return "ems", check_int(int(reg.split("=", 1)[1]), "smooth", minimum=1), None, 0.25
+            if reg.startswith("ems weight="):
+                w = float(reg.split("=", 1)[1])
+                if not 0.0 < w <= 0.25:
+                    raise ValueError
+                return "ems", 1, None, w
+            if reg.startswith("em steps="):
+                return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=0), 0.25
+            if reg.startswith("em flow="):
+                return "em-flow", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
+        except ValueError:
+            pass
+        if reg == "em mle":
+            return "em", 1, None, 0.25
+        raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
+                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t', 'em flow=T' or 'em mle'; "
+                         f"got {reg!r}")
+    if method not in METHODS:
+        raise ValueError(f"estimate.method must be {_METHODS_TEXT}; got {method!r}")
+    return method, _check_smooth(smooth, method), None, 0.25
+
+
 def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter, single=False):
     """Refit every row of ``C`` (``B`` replicate histograms on all outputs) with the plan's estimator.
 
-    ``method`` is ``intervals._refit_plan``'s: ``"em-steps"`` (``steps`` plain EM steps from the
+    ``method`` is :func:`_refit_plan`'s: ``"em-steps"`` (``steps`` plain EM steps from the
     uniform start; on FFT products in single precision if ``single``), ``"ems"`` (``smooth`` passes
     of weight ``weight``, warm-started at ``p_hat``), ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``)
     or ``"inversion"``.  Returns ``(P, converged mask, certified gaps or None, single)``, ``P`` with
