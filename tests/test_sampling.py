@@ -18,7 +18,7 @@ from scipy import stats
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp import sampling as S
-from sparseldp._rng import BitSource, SeededBitSource, SystemBitSource, as_bit_source
+from sparseldp._rng import BitSource, SeededBitSource, SystemBitSource, as_bit_source, simulation_generator
 
 TWO64 = 1 << 64
 ALPHA = 1e-6  # false-positive rate of every chi-square test
@@ -455,6 +455,21 @@ def test_secure_default_differs_across_calls():
 def test_bad_rng(bad, exc):
     with pytest.raises(exc, match="rng"):
         M.sample(0, rng=bad)
+
+
+def test_simulation_generator():
+    # simulation on privatized data: None is fresh entropy, a seed reproduces, a Generator continues its stream
+    a, b = simulation_generator(None).integers(1 << 62, size=4), simulation_generator(None).integers(1 << 62, size=4)
+    assert not np.array_equal(a, b)
+    assert np.array_equal(simulation_generator(3).random(5), np.random.default_rng(3).random(5))
+    g = np.random.default_rng(8)
+    assert simulation_generator(g) is g
+    assert np.array_equal(simulation_generator(np.random.SeedSequence(4)).random(3),
+                          np.random.default_rng(np.random.SeedSequence(4)).random(3))
+    for bad, exc in [(1.5, TypeError), ("seed", TypeError), (True, TypeError), (np.random.RandomState(0), TypeError),
+                     (-1, ValueError)]:
+        with pytest.raises(exc, match="rng must be"):
+            simulation_generator(bad)
 
 
 @pytest.mark.parametrize(

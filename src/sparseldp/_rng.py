@@ -29,7 +29,7 @@ import os
 
 import numpy as np
 
-__all__ = ["BitSource", "SystemBitSource", "SeededBitSource", "as_bit_source"]
+__all__ = ["BitSource", "SystemBitSource", "SeededBitSource", "as_bit_source", "simulation_generator"]
 
 _NATIVE_64 = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
 _ACCEPTED = "None (secure OS source), an int seed >= 0, a numpy SeedSequence, BitGenerator or Generator"
@@ -118,3 +118,33 @@ def as_bit_source(rng=None) -> BitSource:
     if isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
         return SeededBitSource(np.random.default_rng(rng))
     raise TypeError(f"rng must be {_ACCEPTED}; got {type(rng).__name__} {rng!r}"[:300])
+
+
+_SIMULATION = "None, an int seed >= 0, a numpy SeedSequence, BitGenerator or Generator"
+
+
+def simulation_generator(rng=None) -> np.random.Generator:
+    """A numpy Generator for simulation on already-privatized data (bootstrap, benchmarks, demo data).
+
+    Unlike :func:`as_bit_source` this never feeds a privacy mechanism: ``None`` is a fresh
+    ``np.random.default_rng()`` (operating-system entropy, not reproducible), a seed or numpy
+    object is ``np.random.default_rng(rng)`` (a Generator continues its own stream).
+
+    Raises
+    ------
+    TypeError
+        For any other type (floats, strings, bools...).
+    ValueError
+        For a negative integer seed.
+    """
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError(f"rng must be {_SIMULATION}; got bool {rng!r}")
+    if isinstance(rng, numbers.Integral):
+        if int(rng) < 0:
+            raise ValueError(f"rng must be an int seed >= 0; got {int(rng)}")
+        return np.random.default_rng(int(rng))
+    if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    raise TypeError(f"rng must be {_SIMULATION}; got {type(rng).__name__} {rng!r}"[:300])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._rng import simulation_generator
 from ._validation import check_int
 
 __all__ = ["AGE_MAX", "CITIES", "age_pmf", "synthetic_ages", "write_demo_csv"]
@@ -47,24 +48,13 @@ def age_pmf() -> np.ndarray:
     return p / p.sum()
 
 
-def _generator(rng) -> np.random.Generator:
-    if isinstance(rng, (bool, np.bool_)):
-        raise TypeError(f"rng must be an int seed, a numpy SeedSequence or Generator; got bool {rng!r}")
-    try:
-        return np.random.default_rng(rng)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"rng must be an int seed, a numpy SeedSequence or Generator; got {type(rng).__name__} {rng!r}"
-        ) from None
-
-
 def synthetic_ages(n: int, *, rng) -> np.ndarray:
     """``n`` ages drawn independently from :func:`age_pmf` (``int64`` array in ``0..99``).
 
     ``rng`` is a seed or Generator (simulated data, reproducibility is the point).
     """
     n = check_int(n, "n", minimum=0)
-    return _generator(rng).choice(AGE_MAX + 1, size=n, p=age_pmf()).astype(np.int64)
+    return simulation_generator(rng).choice(AGE_MAX + 1, size=n, p=age_pmf()).astype(np.int64)
 
 
 def write_demo_csv(path, n: int, rng) -> None:
@@ -78,7 +68,7 @@ def write_demo_csv(path, n: int, rng) -> None:
     import pyarrow.compute as pc
 
     n = check_int(n, "n", minimum=0)
-    gen = _generator(rng)
+    gen = simulation_generator(rng)
     # Each city already carries the line end, so the lines' data buffer is the file's text.
     rendered = pa.array([(f'"{c}"' if ("," in c or '"' in c) else c) + "\n" for c, _ in CITIES])
     shares = np.array([w for _, w in CITIES])

@@ -48,11 +48,13 @@ family's measurements); :mod:`~sparseldp.compare.populations` holds the simulate
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from collections.abc import Iterable
 
 import numpy as np
 
+from .._rng import simulation_generator
 from .._validation import check_bool, check_int, one_of
 from ..design.finite import _check_prior, _check_target
 from ..errors import InfeasibleError
@@ -90,22 +92,6 @@ _LABELS = {
     "hybrid": "Hybrid Mechanism (Wang et al. 2019)",
     "duchi": "Duchi et al. one-bit (2013)",
 }
-
-
-def _generator(rng):
-    """A numpy Generator for the simulation and whether it is seeded (reproducible)."""
-    if rng is None:
-        return np.random.default_rng(), False, None  # fresh OS entropy
-    if isinstance(rng, (bool, np.bool_)):
-        raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got bool {rng!r}")
-    if isinstance(rng, (int, np.integer)):
-        seed = check_int(rng, "rng", minimum=0)
-        return np.random.default_rng(seed), True, seed
-    if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
-        return np.random.default_rng(rng), True, None
-    raise TypeError(
-        f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__} {rng!r}"[:300]
-    )
 
 
 def _check_data(data, domain) -> np.ndarray:
@@ -252,7 +238,9 @@ def compare(*, eps, delta, H, domain, n=None, population=None, data=None, famili
                                                       trials=trials, mean_trials=mean_trials,
                                                       pure_at_eps=pure_at_eps, ems=ems)
     families = _check_families(families)
-    gen, seeded, seed = _generator(rng)
+    gen = simulation_generator(rng)
+    seeded = rng is not None
+    seed = int(rng) if isinstance(rng, numbers.Integral) else None
     entropy = int(gen.integers(1 << 62))
     if data is not None:
         fixed = _check_data(data, domain)

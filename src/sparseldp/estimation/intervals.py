@@ -93,13 +93,13 @@ channel alone, so a seed gives the same replicates on any number of CPUs.
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
 
+from .._rng import simulation_generator
 from .._validation import check_int, check_positive, check_probability
 from ._parallel import small_blas
 from .model import _model
@@ -117,19 +117,6 @@ _CELL_GRID = 257
 # (bootstrap warns: its intervals have zero width).
 _NO_SPREAD = 1e-12
 _KINDS_TEXT = ", ".join(map(repr, _KINDS[:-1])) + f" or {_KINDS[-1]!r}"
-
-
-def _generator(rng):
-    """A numpy Generator; ``None`` is fresh OS entropy (the bootstrap has no privacy role)."""
-    if rng is None:
-        return np.random.default_rng()
-    if isinstance(rng, (bool, np.bool_)):
-        raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got bool {rng!r}")
-    if isinstance(rng, numbers.Integral):
-        return np.random.default_rng(check_int(rng, "rng", minimum=0))
-    if isinstance(rng, (np.random.Generator, np.random.SeedSequence, np.random.BitGenerator)):
-        return np.random.default_rng(rng)
-    raise TypeError(f"rng must be None, an int seed >= 0 or a numpy Generator; got {type(rng).__name__}"[:300])
 
 
 @dataclass(frozen=True)
@@ -433,7 +420,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         raise TypeError(f"precision must be 'single' or 'double'; got {type(precision).__name__}")
     if precision not in ("single", "double"):
         raise ValueError(f"precision must be 'single' or 'double'; got {precision!r}")
-    gen = _generator(rng)
+    gen = simulation_generator(rng)
     model = _model(mechanism, estimate.domain)
     p_hat = np.asarray(estimate.p, dtype=float)
     if p_hat.shape != (model.k,):
