@@ -462,7 +462,33 @@ def test_estimate_reports_derived_statistics_with_intervals(d, capsys):
     assert irow["ci_low"] <= irow["value"] <= irow["ci_high"]
 
 
+def test_estimate_robust_intervals_hold_the_plain_ones(d, capsys):
+    rep = _reports(d)
+    base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--method", "ems", "--range", "2:6"]
+    rc, out, err = run(capsys, *base, "-o", d / "e.csv", "--json")
+    assert rc == 0, err
+    plain = json.loads(out)
+    rc, out, err = run(capsys, *base, "-o", d / "r.csv", "--json", "--robust")
+    assert rc == 0, err
+    rob = json.loads(out)
+    assert rob["robust"] is True and plain["robust"] is False
+    for a, b in zip(plain["statistics"], rob["statistics"]):  # the same estimate, wider (or equal) intervals
+        assert a["statistic"] == b["statistic"] and a["value"] == b["value"]
+        assert b["ci_low"] <= a["ci_low"] + 1e-12 and a["ci_high"] <= b["ci_high"] + 1e-12
+    assert any(b["ci_high"] - b["ci_low"] > a["ci_high"] - a["ci_low"] + 1e-9
+               for a, b in zip(plain["statistics"], rob["statistics"]))
+    lo = lambda f: np.array([float(line.split(",")[2]) for line in f.read_text().splitlines()[1:]])  # noqa: E731
+    assert np.all(lo(d / "r.csv") <= lo(d / "e.csv") + 1e-12)
+    # on the terminal: the table says so; without --robust, a line says what the intervals assume
+    rc, out, err = run(capsys, *base, "-o", d / "r2.csv", "--robust")
+    assert rc == 0 and "robust intervals: the hull of the estimate's (ems) and the MLE's" in out
+    assert "add --robust" not in out
+    rc, out, err = run(capsys, *base, "-o", d / "e2.csv")
+    assert rc == 0 and "assuming the distribution is as smooth; for heaped or rounded values add --robust" in out
+
+
 @pytest.mark.parametrize("argv, fragment", [
+    (["--robust", "--bootstrap", "0"], "--robust widens the bootstrap intervals, and --bootstrap 0 turns them off"),
     (["--quantiles", "0.5,2"], "--quantiles must be comma-separated numbers in (0, 1)"),
     (["--quantile-method", "linear"], "--quantile-method must be 'inverted_cdf' or 'interpolated'; got 'linear'"),
     (["--range", "5:1"], "--range must be lo:hi"),

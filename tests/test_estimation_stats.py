@@ -461,6 +461,12 @@ def test_bootstrap_warns_when_the_refits_do_not_vary():
         bs = est.bootstrap(MECH, B=40, rng=0)
     lo, hi = est.cdf(14, ci=bs)[1]
     assert lo == hi
+    # robust intervals add the MLE's bootstrap, which varies: no warning, and a real interval
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rob = est.bootstrap(MECH, B=40, rng=0, robust=True)
+    lo, hi = est.cdf(14, ci=rob)[1]
+    assert hi - lo > 0.01
     # any other estimator whose refits all coincide is named, without the uniform start's explanation
     ems = estimate_frequencies(y, MECH, domain=DOM, method="ems", return_info=True)
     with pytest.MonkeyPatch.context() as mp:
@@ -602,3 +608,84 @@ def test_span_holds_the_estimate_and_its_correction_and_grows_with_the_level(rep
         assert lo <= t + 1e-12 and t - 1e-12 <= hi
         lo2, hi2 = bs.interval(stat, max(l1, l2), **kw)
         assert lo2 <= lo + 1e-12 and hi - 1e-12 <= hi2
+
+
+# -- robust intervals: the hull with the MLE's bootstrap ----------------------------------
+
+_ROBUST_STATS = [("mean", {}), ("var", {}), ("cdf", {"x": 14}), ("range", {"a": 5, "b": 15}),
+                 ("quantile", {"q": [0.1, 0.5, 0.9]}), ("quantile", {"q": 0.5, "method": "interpolated"}),
+                 ("p", {})]
+
+
+@pytest.mark.parametrize("method", ["ems", "auto", "inversion"])
+def test_robust_intervals_are_the_hull_with_the_mle(method):
+    e = _estimate(20_000, method)
+    plain = e.bootstrap(MECH, B=30, rng=4)
+    rob = e.bootstrap(MECH, B=30, rng=4, robust=True)
+    assert rob.robust and not plain.robust and plain.reference is None
+    # the estimate's own replicates are drawn first: the same as without robust
+    np.testing.assert_array_equal(rob.replicates, plain.replicates)
+    ref = rob.reference
+    assert ref.method == "em" and ref.reference is None and ref.B == 30
+    # the reference is centred on the MLE of the same counts
+    np.testing.assert_allclose(ref.p, _estimate(20_000, "em").p, atol=2e-3)
+    for stat, kw in _ROBUST_STATS:
+        lo, hi = rob.interval(stat, **kw)
+        olo, ohi = plain.interval(stat, **kw)
+        rlo, rhi = ref.interval(stat, **kw)
+        np.testing.assert_array_equal(lo, np.minimum(olo, rlo))
+        np.testing.assert_array_equal(hi, np.maximum(ohi, rhi))
+        assert rob.point(stat, **kw) == pytest.approx(plain.point(stat, **kw))  # the estimate's own value
+
+
+def test_robust_is_a_no_op_for_the_mle():
+    e = _estimate(20_000, "em")
+    a, b = e.bootstrap(MECH, B=20, rng=5), e.bootstrap(MECH, B=20, rng=5, robust=True)
+    assert b.robust and b.reference is None
+    np.testing.assert_array_equal(a.replicates, b.replicates)
+    assert a.interval("range", a=5, b=15) == b.interval("range", a=5, b=15)
+
+
+def test_estimate_keeps_its_counts_read_only_and_out_of_repr_and_equality(est):
+    import dataclasses
+
+    from sparseldp.estimation.model import _model
+
+    model = _model(MECH, DOM)
+    assert est.counts.shape == (model.m,) and est.counts.sum() == est.n
+    assert not est.counts.flags.writeable
+    assert "counts" not in repr(est)
+    assert dataclasses.replace(est, counts=None) == est
+
+
+def test_robust_covers_a_step_that_the_regularized_interval_misses():
+    # a step truth (0.004 per value below 50, 0.016 above) under a window far wider than the domain: auto
+    # smooths the step, and its CDF interval at the step misses the true 0.2; the MLE's (in the hull) holds it
+    import sparseldp as sl
+
+    m = sl.design("laplace", eps=1, delta=1e-6, H=5).mechanism
+    g = np.random.default_rng(1)
+    x = g.choice(100, size=10**5, p=np.r_[np.full(50, 0.004), np.full(50, 0.016)])
+    est = estimate_frequencies(sample(m, x, rng=g), m, domain=(0, 99), return_info=True)
+    assert est.regularization != "em mle"
+    lo, hi = est.cdf(49, ci=est.bootstrap(m, rng=3))[1]
+    assert not lo <= 0.2 <= hi
+    lo, hi = est.cdf(49, ci=est.bootstrap(m, rng=3, robust=True))[1]
+    assert lo <= 0.2 <= hi
+
+
+def test_robust_bad_input(est):
+    import dataclasses
+
+    with pytest.raises(TypeError, match="robust must be"):
+        est.bootstrap(MECH, robust="yes")
+    with pytest.raises(ValueError, match="robust=True refits the MLE on the estimate's report counts, and this "
+                                         "estimate carries none"):
+        dataclasses.replace(est, counts=None).bootstrap(MECH, robust=True)
+    with pytest.raises(ValueError, match="estimate.counts must be the 20,000 reports' counts on the"):
+        dataclasses.replace(est, counts=est.counts[:-1]).bootstrap(MECH, robust=True)
+    with pytest.raises(ValueError, match=r"on the 50 outputs of the domain \(0, 29\) under this mechanism; got 50 "
+                                         r"entries summing to 40000"):
+        dataclasses.replace(est, counts=2 * est.counts).bootstrap(MECH, robust=True)
+    # without robust the counts are not needed
+    dataclasses.replace(est, counts=None).bootstrap(MECH, B=5, rng=0)

@@ -8,9 +8,10 @@ as a :class:`FrequencyEstimate`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -65,6 +66,10 @@ class FrequencyEstimate:
         ``"em flow=T"`` (EM continued past its step cap to time ``T`` by its continuous-time flow) or
         ``"em mle"``.  ``iterations``, ``converged`` and ``gap`` describe the
         final refit of that member on all the reports.
+    counts : ndarray or None
+        The report counts the fit used, one per output the domain can produce (in increasing
+        output order; read-only, not shown in the repr).  ``bootstrap(..., robust=True)`` refits
+        the MLE on them.  ``None`` for an estimate built by hand.
     """
 
     p: np.ndarray
@@ -77,6 +82,7 @@ class FrequencyEstimate:
     gap: float
     newton_steps: int = 0
     regularization: str | None = None
+    counts: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def values(self) -> np.ndarray:
@@ -107,7 +113,8 @@ class FrequencyEstimate:
         """The estimated ``P(a <= X <= b)``."""
         return statistic(self, "range", ci=ci, level=level, a=a, b=b)
 
-    def bootstrap(self, mechanism, *, B=200, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single"):
+    def bootstrap(self, mechanism, *, B=200, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single",
+                  robust=False):
         """Parametric bootstrap of this estimate (:func:`sparseldp.estimation.intervals.bootstrap`).
 
         Replicate counts are drawn from the fitted output distribution and
@@ -115,10 +122,13 @@ class FrequencyEstimate:
         privatized counts (no privacy role), so a seed is fine here.
         ``tol`` and ``max_iter`` are the refits' stopping rule and cap, the
         knobs its warning about unconverged refits names; ``precision`` the
-        arithmetic of long-window EM-step refits.
+        arithmetic of long-window EM-step refits.  ``robust=True`` also
+        bootstraps the MLE on this estimate's report counts, and every interval
+        becomes the hull of the two: intervals that do not rely on the truth
+        being as smooth as a regularized estimate (heaped or rounded data).
         """
         return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth, tol=tol, max_iter=max_iter,
-                         precision=precision)
+                         precision=precision, robust=robust)
 
 
 def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int,
@@ -238,8 +248,12 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto",
         if method == "auto":
             if float(c_all.sum()) == 0:
                 raise ValueError("reports must contain at least one report; got none")
-            return _fit_auto(model, c_all, max_iter, _fit, _result)[0]
-        return _fit(model, c_all, method, tol, max_iter, smooth)
+            est = _fit_auto(model, c_all, max_iter, _fit, _result)[0]
+        else:
+            est = _fit(model, c_all, method, tol, max_iter, smooth)
+    kept = np.array(c_all, dtype=float)  # a copy: the caller's counts stay theirs
+    kept.setflags(write=False)
+    return dataclasses.replace(est, counts=kept)
 
 
 def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=None, max_iter=50_000,

@@ -93,6 +93,7 @@ channel alone, so a seed gives the same replicates on any number of CPUs.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -100,7 +101,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .._rng import simulation_generator
-from .._validation import check_int, check_positive, check_probability
+from .._validation import check_bool, check_int, check_positive, check_probability
 from ._parallel import small_blas
 from .model import _model
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
@@ -140,6 +141,12 @@ class Bootstrap:
     precision : str
         "single" where the refits ran their FFT products in single precision
         (``bootstrap``'s ``precision``), else "double".
+    robust : bool
+        Whether the intervals are robust to regularization bias (``bootstrap(..., robust=True)``).
+    reference : Bootstrap or None
+        With ``robust`` and a regularized estimate: the MLE's own bootstrap (its ``p`` the MLE of
+        the same report counts).  Every interval is then the hull of this bootstrap's and the
+        reference's, of the same kind.  ``None`` otherwise (an MLE's bootstrap is its own reference).
     """
 
     p: np.ndarray
@@ -148,6 +155,8 @@ class Bootstrap:
     method: str
     converged: int = field(default=0)
     precision: str = field(default="double")
+    robust: bool = field(default=False)
+    reference: Bootstrap | None = field(default=None, repr=False, compare=False)
 
     @property
     def B(self) -> int:
@@ -286,7 +295,8 @@ class Bootstrap:
         -------
         (lo, hi) : floats, or arrays of the statistic's shape.  Clipped to the
         statistic's range (``[0, 1]`` for probabilities, ``[lo, hi]`` of the
-        domain for the mean and quantiles, ``>= 0`` for the variance).
+        domain for the mean and quantiles, ``>= 0`` for the variance).  With a
+        ``reference`` (``robust``): the hull of this interval and the reference's.
         """
         level = check_probability(level, "level", open_upper=True, open_lower=True)
         if kind is None:
@@ -295,6 +305,14 @@ class Bootstrap:
             raise TypeError(f"kind must be {_KINDS_TEXT}; got {type(kind).__name__} {kind!r}")
         if kind not in _KINDS:
             raise ValueError(f"kind must be {_KINDS_TEXT}; got {kind!r}")
+        lo, hi = self._interval(stat, level, kind, kw)
+        if self.reference is None:
+            return lo, hi
+        rlo, rhi = self.reference._interval(stat, level, kind, kw)
+        return _scalar(np.minimum(lo, rlo)), _scalar(np.maximum(hi, rhi))
+
+    def _interval(self, stat: str, level: float, kind: str, kw: dict):
+        """:meth:`interval` of this bootstrap's own replicates (checked ``level`` and ``kind``)."""
         t = np.asarray(self._stat(stat, self.p, kw), dtype=float)
         alpha = 0.5 * (1.0 - level)
         if stat == "quantile" and kw.get("method", "inverted_cdf") == "inverted_cdf":
@@ -346,7 +364,8 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
 
 
 def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None = None,
-              tol: float | None = None, max_iter: int = 2_000, precision: str = "single") -> Bootstrap:
+              tol: float | None = None, max_iter: int = 2_000, precision: str = "single",
+              robust: bool = False) -> Bootstrap:
     r"""Parametric bootstrap of a :class:`~sparseldp.estimation.FrequencyEstimate`.
 
     Draws ``B`` histograms ``c* ~ Multinomial(n, Q^T p_hat)`` over the outputs
@@ -401,6 +420,18 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         at most 3e-7 in absolute probability (the FFT's roundoff relative to the largest entry).
         ``"double"`` reproduces the double-precision replicates.  The result's ``precision`` says
         which was used.
+    robust : bool
+        ``False`` (the default): the intervals of the estimate's own bootstrap, which cover its
+        regularized target (module docstring, "What the intervals cover").  ``True``, for a
+        regularized estimate (``"ems"``, ``"inversion"``, or ``"auto"`` that chose a member other than
+        the MLE): also fit the MLE (``method="em"``) on the estimate's report counts
+        (``estimate.counts``), bootstrap it with the same ``B``, ``rng`` stream, ``max_iter`` and
+        ``precision`` (its refits at their default ``tol``), and make every interval the hull of the
+        two (:attr:`Bootstrap.reference`).  The point values stay the estimate's.  The MLE has no
+        regularization bias to hide, so the hull holds where the truth is rougher than the estimate
+        (heaped, rounded or spiky values), at the MLE's width, several times ``auto``'s on smooth
+        data: see the README, "Estimation", for the coverage and widths measured.  It costs the
+        MLE's fit and bootstrap on top (on 100 values, about 2 s).  For an MLE it changes nothing.
 
     Returns
     -------
@@ -410,6 +441,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "method", "n")):
         raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
     method, smooth, steps, weight = _refit_plan(estimate, smooth)
+    robust = check_bool(robust, "robust")
     B = check_int(B, "B", minimum=2)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if tol is None:
@@ -427,6 +459,18 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         raise ValueError(f"estimate.p must have {model.k} entries for the domain {estimate.domain}; "
                          f"got {p_hat.shape}")
     n = int(estimate.n)
+    counts = None
+    if robust and method != "em":  # the MLE needs the report counts (checked before any work)
+        counts = getattr(estimate, "counts", None)
+        if counts is None:
+            raise ValueError("robust=True refits the MLE on the estimate's report counts, and this estimate "
+                             "carries none (estimate_frequencies(..., return_info=True) keeps them)")
+        counts = np.asarray(counts, dtype=float)
+        if counts.shape != (model.m,) or round(float(counts.sum())) != n:
+            size = counts.shape[0] if counts.ndim else 0
+            raise ValueError(f"estimate.counts must be the {n:,} reports' counts on the {model.m} outputs of the "
+                             f"domain {estimate.domain} under this mechanism; got {size} entries summing to "
+                             f"{float(counts.sum()):g}")
     q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
@@ -450,7 +494,15 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                    f"{left.max():.3g} nats, on {n:,} reports)")
         warnings.warn(f"{B - n_conv} of {B} bootstrap refits stopped at max_iter = {max_iter} before "
                       f"tol = {tol:g}{how}", RuntimeWarning, stacklevel=2)
-    if B > 1 and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
+    reference = None
+    if counts is not None:
+        from .frequencies import _fit  # here: frequencies imports this module
+
+        with small_blas(model.k, model.m):
+            mle = _fit(model, counts, "em", 1e-2, 50_000)
+        reference = bootstrap(dataclasses.replace(mle, counts=None), mechanism, B=B, rng=gen, max_iter=max_iter,
+                              precision=precision)
+    if reference is None and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
         label = estimate.regularization or estimate.method
         why = (": EM's uniform start, which fits every replicate's counts as well" if label == "em steps=0"
                else "")
@@ -458,8 +510,9 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
                       "has zero width and says nothing of the sampling error (where the estimate is regularized, "
                       "it describes the regularized estimate, not the truth); for intervals with sampling "
-                      "spread and the least bias, estimate with method 'em'", RuntimeWarning, stacklevel=2)
+                      "spread and without regularization bias, bootstrap with robust=True (the CLI's --robust), "
+                      "which adds the MLE's", RuntimeWarning, stacklevel=2)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
-                     precision="single" if single else "double")
+                     precision="single" if single else "double", robust=robust, reference=reference)
