@@ -10,7 +10,8 @@ domain), true values on 0..99, n = 10^5 reports, three population shapes:
 
 Each repetition draws the true values from the population (seeded), privatizes
 them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bootstraps with B = 200
-replicates, and checks whether the interval contains the population value of:
+replicates (``"auto-robust"``: fits with ``"auto"`` and bootstraps with ``robust=True``, the hull of
+auto's intervals and the MLE's), and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
 default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
 variance and the CDF at 60; and every frequency (row "each value": the
@@ -24,11 +25,11 @@ Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
 one bootstrap (B = 200) and the note ``span <cov> (w <width>) | hull ... | basic ... | pct ...``
 (coverage in %, mean interval width).  Target: 93-97 %.
 
-Repetitions: ``REPS[method]`` (200 for auto and EMS; 8 for EM, 20 with
+Repetitions: ``REPS[method]`` (200 for auto and EMS; 8 for EM and auto-robust, 20 with
 ``SPARSELDP_BENCH_FULL=1``: an EM bootstrap costs a few seconds, 1.9-2.4 s at B = 200
 after batching the refits).  A binomial 95 % band for the coverage
 estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95 * 0.05 / R)`` (+-3.1 points
-at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [ems|em] [reps]``.
+at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [auto|ems|em|auto-robust] [reps]``.
 Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
 (200 x 100 by 100 x 236 products) was 30x slower with threaded BLAS under load.
 ``SPARSELDP_COVERAGE_FAMILY=gaussian`` runs the same with ``design("gaussian", eps=1,
@@ -56,6 +57,7 @@ N = 10**5
 B = 200
 # `make bench` runs EM with 8 repetitions (a rough check, +-15 points); SPARSELDP_BENCH_FULL=1 runs 20
 REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
+REPS["auto-robust"] = REPS["em"]  # the MLE's fit and bootstrap on top of auto's
 SYNTHETIC = ("smooth", "bimodal", "spiky")
 # real columns (bench_real.columns(): the empirical distributions of survey columns), on their own ranges
 REAL = ("doctor visits (RAND)", "education years (RAND)", "health index (RAND)")
@@ -141,9 +143,10 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
         y = sample(mech, x, rng=gen)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = estimate_frequencies(y, mech, domain=(0, p.size - 1), method=method, return_info=True)
+            est = estimate_frequencies(y, mech, domain=(0, p.size - 1), method=method.removesuffix("-robust"),
+                                       return_info=True)
             t0 = time.perf_counter()
-            bs = bootstrap(est, mech, B=B, rng=gen)
+            bs = bootstrap(est, mech, B=B, rng=gen, robust=method.endswith("-robust"))
             times.append(time.perf_counter() - t0)
         for name, kw in stat_list:
             for kind in KINDS:
@@ -176,7 +179,7 @@ def _rows(method, shape, reps):
     return rows
 
 
-def run(methods=("auto", "ems", "em"), reps=None) -> list[dict]:
+def run(methods=("auto", "ems", "em", "auto-robust"), reps=None) -> list[dict]:
     rows = []
     for method in methods:
         for shape in SHAPES:
@@ -185,7 +188,7 @@ def run(methods=("auto", "ems", "em"), reps=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    ms = tuple(a for a in sys.argv[1:] if not a.isdigit()) or ("auto", "ems", "em")
+    ms = tuple(a for a in sys.argv[1:] if not a.isdigit()) or ("auto", "ems", "em", "auto-robust")
     r = next((int(a) for a in sys.argv[1:] if a.isdigit()), None)
     for m in ms:
         for shape in SHAPES:
