@@ -689,3 +689,18 @@ def test_robust_bad_input(est):
         dataclasses.replace(est, counts=2 * est.counts).bootstrap(MECH, robust=True)
     # without robust the counts are not needed
     dataclasses.replace(est, counts=None).bootstrap(MECH, B=5, rng=0)
+
+
+def test_robust_names_the_mle_part_in_its_warnings():
+    # the MLE's refits capped far below convergence: the warning says it comes from the robust part
+    import re
+
+    e = _estimate(20_000, "ems")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        e.bootstrap(MECH, B=20, rng=0, max_iter=1, robust=True)
+    texts = [str(w.message) for w in caught]
+    # the estimate's own EMS refits (capped too) and the MLE's, told apart
+    assert any(t.startswith("20 of 20 bootstrap refits stopped at max_iter = 1") for t in texts)
+    assert any(re.match(r"robust=True, the MLE's fit or bootstrap: \d+ of 20 bootstrap refits stopped at "
+                        r"max_iter = 1", t) for t in texts), texts

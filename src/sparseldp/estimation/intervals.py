@@ -498,10 +498,14 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     if counts is not None:
         from .frequencies import _fit  # here: frequencies imports this module
 
-        with small_blas(model.k, model.m):
-            mle = _fit(model, counts, "em", 1e-2, 50_000)
-        reference = bootstrap(dataclasses.replace(mle, counts=None), mechanism, B=B, rng=gen, max_iter=max_iter,
-                              precision=precision)
+        with warnings.catch_warnings(record=True) as caught:  # said again below, as the robust part's
+            warnings.simplefilter("always")
+            with small_blas(model.k, model.m):
+                mle = _fit(model, counts, "em", 1e-2, 50_000)
+            reference = bootstrap(dataclasses.replace(mle, counts=None), mechanism, B=B, rng=gen,
+                                  max_iter=max_iter, precision=precision)
+        for w in caught:
+            warnings.warn(f"robust=True, the MLE's fit or bootstrap: {w.message}", w.category, stacklevel=2)
     if reference is None and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
         label = estimate.regularization or estimate.method
         why = (": EM's uniform start, which fits every replicate's counts as well" if label == "em steps=0"
