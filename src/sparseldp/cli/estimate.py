@@ -15,7 +15,7 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   intervals off), and adds ``ci_low,ci_high`` columns to the table.
   ``--robust``: each interval is the hull of the estimate's and the MLE's
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
-  on heaped or rounded values, where a regularized estimate's miss (README,
+  on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
@@ -30,9 +30,9 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
 * ``--method``: ``auto`` (default: the amount of regularization chosen from
   the reports by held-out likelihood, named in the summary), ``em`` (the
   maximum-likelihood estimate, discrete by construction: the choice for values
-  known to sit on a few atoms, and for bootstrap intervals of CDF points,
-  ranges, quantiles and frequencies on heaped or rounded data, README
-  "Limits"), ``ems`` (EM with smoothing; ``--smooth m``
+  known to sit on a few atoms, README "Limits"; for intervals of CDF points,
+  ranges, quantiles and frequencies on heaped or rounded data, ``--robust``
+  adds the MLE's intervals to the default estimate's), ``ems`` (EM with smoothing; ``--smooth m``
   passes of the (1, 2, 1)/4 kernel per step) or ``inversion`` (least squares +
   simplex projection); see :func:`sparseldp.estimate_frequencies`.
 * ``--quantile-method``: ``inverted_cdf`` (default: each quantile is a value
@@ -160,7 +160,7 @@ def estimate_command(
     method: Annotated[str, typer.Option(
         "--method", help="auto (default: regularization chosen from the reports by 5-fold held-out "
                          "likelihood), em (maximum likelihood: for values known to sit on a few "
-                         "atoms, and for intervals of points, ranges and quantiles on heaped data), "
+                         "atoms), "
                          "ems (EM with smoothing: for smooth distributions), or inversion.")] = "auto",
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
