@@ -11,7 +11,7 @@ domain), true values on 0..99, n = 10^5 reports, three population shapes:
 Each repetition draws the true values from the population (seeded), privatizes
 them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bootstraps with B = 200
 replicates (``"auto-robust"``: fits with ``"auto"`` and bootstraps with ``robust=True``, the hull of
-auto's intervals and the MLE's), and checks whether the interval contains the population value of:
+auto's intervals and the MLE's; its rows add ``own span``, auto's own interval on the same repetitions), and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
 default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
 variance and the CDF at 60; and every frequency (row "each value": the
@@ -45,6 +45,7 @@ is then P(q25 <= X <= q75) and the CDF is taken at the median (the truth's value
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -136,7 +137,9 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     stat_list = _stats(shape, p)
     truth = _truth(p, stat_list)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
-    res = {name: {kind: [] for kind in KINDS} for name, _ in (*stat_list, ("each value", {}))}
+    robust = method.endswith("-robust")
+    kinds = KINDS + (("own",) if robust else ())  # "own": the estimate's own span, without the MLE's
+    res = {name: {kind: [] for kind in kinds} for name, _ in (*stat_list, ("each value", {}))}
     times = []
     for _ in range(reps):
         x = gen.choice(p.size, size=N, p=p)
@@ -146,14 +149,17 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
             est = estimate_frequencies(y, mech, domain=(0, p.size - 1), method=method.removesuffix("-robust"),
                                        return_info=True)
             t0 = time.perf_counter()
-            bs = bootstrap(est, mech, B=B, rng=gen, robust=method.endswith("-robust"))
+            bs = bootstrap(est, mech, B=B, rng=gen, robust=robust)
             times.append(time.perf_counter() - t0)
+        own = dataclasses.replace(bs, reference=None)
         for name, kw in stat_list:
-            for kind in KINDS:
-                lo, hi = bs.interval(_stat_of(name), 0.95, kind=kind, **kw)
+            for kind in kinds:
+                b, k = (own, "span") if kind == "own" else (bs, kind)
+                lo, hi = b.interval(_stat_of(name), 0.95, kind=k, **kw)
                 res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
-        for kind in KINDS:  # every frequency: which values are covered (scored over values below)
-            lo, hi = bs.interval("p", 0.95, kind=kind)
+        for kind in kinds:  # every frequency: which values are covered (scored over values below)
+            b, k = (own, "span") if kind == "own" else (bs, kind)
+            lo, hi = b.interval("p", 0.95, kind=k)
             res["each value"][kind].append(((lo <= p) & (p <= hi), hi - lo))
     return res, times
 
@@ -163,8 +169,8 @@ def _rows(method, shape, reps):
     rows = []
     for name in res:  # the statistics in the order scored, then "each value"
         parts = []
-        for kind in KINDS:
-            tag = "pct" if kind == "percentile" else kind
+        for kind in res[name]:
+            tag = "pct" if kind == "percentile" else "own span" if kind == "own" else kind
             hits = np.array([h for h, _ in res[name][kind]], dtype=float)
             widths = np.array([w for _, w in res[name][kind]])
             worst = ""
