@@ -704,3 +704,35 @@ def test_robust_names_the_mle_part_in_its_warnings():
     assert any(t.startswith("20 of 20 bootstrap refits stopped at max_iter = 1") for t in texts)
     assert any(re.match(r"robust=True, the MLE's fit or bootstrap: \d+ of 20 bootstrap refits stopped at "
                         r"max_iter = 1", t) for t in texts), texts
+
+
+_fixed = arrays(float, 6, elements=st.floats(0, 1)).filter(lambda a: a.sum() > 1e-3).map(lambda a: a / a.sum())
+
+
+@given(_fixed, st.lists(_fixed, min_size=2, max_size=8), _fixed, st.lists(_fixed, min_size=2, max_size=8),
+       st.sampled_from(["span", "hull", "basic", "percentile"]), st.floats(0.5, 0.99))
+def test_an_interval_with_a_reference_is_the_hull_of_both(p, reps, p_ref, reps_ref, kind, level):
+    # any two bootstraps on one domain: with a reference, every statistic's interval (of every kind and
+    # level) holds its own and the reference's and is the smallest interval that does
+    v = np.arange(6)
+    ref = boot.Bootstrap(p=p_ref, values=v, replicates=np.stack(reps_ref), method="em")
+    own = boot.Bootstrap(p=p, values=v, replicates=np.stack(reps), method="ems")
+    both = boot.Bootstrap(p=p, values=v, replicates=np.stack(reps), method="ems", robust=True, reference=ref)
+    for stat, kw in [("mean", {}), ("var", {}), ("cdf", {"x": 2}), ("range", {"a": 1, "b": 3}), ("p", {}),
+                     ("quantile", {"q": 0.5}), ("quantile", {"q": 0.3, "method": "interpolated"})]:
+        lo, hi = both.interval(stat, level, kind=kind, **kw)
+        (olo, ohi), (rlo, rhi) = own.interval(stat, level, kind=kind, **kw), ref.interval(stat, level, kind=kind, **kw)
+        np.testing.assert_array_equal(lo, np.minimum(olo, rlo))
+        np.testing.assert_array_equal(hi, np.maximum(ohi, rhi))
+        assert np.all(np.asarray(lo) <= np.asarray(hi)), (stat, kw, lo, hi, olo, ohi, rlo, rhi)
+        np.testing.assert_array_equal(both.point(stat, **kw), own.point(stat, **kw))
+
+
+def test_variance_interval_clips_both_ends():
+    # a point mass (variance 0) whose replicates are all flat (variance 35/12): the reflected interval lies
+    # below 0 at both ends; clipped, it is [0, 0], never an upper end below the lower one
+    p = np.r_[1.0, np.zeros(5)]
+    bs = boot.Bootstrap(p=p, values=np.arange(6), replicates=np.full((2, 6), 1 / 6), method="em")
+    assert bs.interval("var", kind="basic") == (0.0, 0.0)
+    assert bs.interval("var", kind="span") == (0.0, 0.0)  # from 0 down to the corrected -35/12, no spread
+    assert bs.interval("var", kind="percentile") == pytest.approx((35 / 12, 35 / 12))

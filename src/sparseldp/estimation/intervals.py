@@ -347,8 +347,8 @@ class Bootstrap:
         elif stat == "mean":
             v0, v1 = float(self.values[0]), float(self.values[-1])
             lo, hi = np.clip(lo, v0, v1), np.clip(hi, v0, v1)
-        else:
-            lo = np.maximum(lo, 0.0)
+        else:  # the variance: both ends (a reflected end can fall below 0 with the other)
+            lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
         return _scalar(lo), _scalar(hi)
 
 
