@@ -384,7 +384,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
 
     * ``"ems"``: all ``B`` replicates at once (``B x k`` matrix products),
       warm-started at ``p_hat``, stopped at an estimated TV distance ``tol``
-      (default ``1e-6``) to the fixed point;
+      (default ``1e-5``) to the fixed point;
     * ``"em"``: SQUAREM EM on all ``B`` replicates at once (:func:`_refit_em`; FFT products
       where they apply), warm-started at
       ``0.95 p_hat + 0.05 / k`` (EM cannot revive values with mass 0), stopped at
