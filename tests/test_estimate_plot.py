@@ -162,6 +162,8 @@ def test_with_intervals_the_band_is_the_only_shaded_area(saved, values):
                           if isinstance(a, PolyCollection) or (isinstance(a, StepPatch) and a.get_fill())]
     band = filled(with_band)
     assert len(band) == 1 and "interval per value" in _legend_texts(with_band)
+    render_estimate(values, p, ci=(0.9 * p, 1.1 * p), ci_label="95% interval per value (robust)")
+    assert "95% interval per value (robust)" in _legend_texts(saved[-1])
     (verts,) = [path.vertices for path in band[0].get_paths()]
     assert verts[:, 1].min() >= 0.9 * p.min() - 1e-15  # it spans low..high, not 0..estimate
     assert len(filled(without)) == 1  # no band: the area under the estimate is shaded

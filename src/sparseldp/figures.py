@@ -310,7 +310,7 @@ def _mean_text(mean) -> str:
 
 
 def render_estimate(values, p, *, mean=None, column="value", guarantee=None, method="em", n=None, fmt="png",
-                    true_p=None, ci=None) -> bytes:
+                    true_p=None, ci=None, ci_label="interval per value") -> bytes:
     r"""Draw an estimated distribution with its mean and confidence interval; PNG or PDF bytes.
 
     Parameters
@@ -341,6 +341,8 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
         line (for demos and simulations).
     ci : (low, high) pair of 1-D arrays, optional
         A per-value interval (e.g. ``Bootstrap.interval("p")``), drawn as a band.
+    ci_label : str
+        The band's legend entry (say the level, and whether the intervals are robust).
 
     Domains of at most 40 values are drawn as bars, wider ones as a filled
     step line (one step per value, so nothing aliases into spikes).  The
@@ -394,7 +396,7 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
         else:
             h = ax.fill_between(x, band_lo, band_hi, step="mid", color=_C_EST, alpha=0.35, linewidth=0,
                                 zorder=2.5)
-        legend.append((h, "interval per value"))
+        legend.append((h, str(ci_label)))
     if truth is not None:
         style = dict(color=_C_TRUE, linewidth=1.3, linestyle="--", zorder=4)
         h = ax.stairs(truth, edges, **style) if consecutive else ax.step(x, truth, where="mid", **style)[0]

@@ -314,7 +314,9 @@ def estimate_command(
             true_p = t_counts / t_counts.sum()
         plot_bytes = render_estimate(values, est.p, mean=mean, column=column,
                                      guarantee=None if guarantee is None else guarantee.describe(),
-                                     method=est.method, n=rc.n, fmt=plot_fmt, true_p=true_p, ci=per_value)
+                                     method=est.method, n=rc.n, fmt=plot_fmt, true_p=true_p, ci=per_value,
+                                     ci_label=f"{confidence:.0%} interval per value"
+                                              + (" (robust)" if robust and regularized else ""))
     where = "stdout" if is_stdio(output) else str(output)
     summary = {
         "n": rc.n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
