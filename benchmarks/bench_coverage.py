@@ -11,7 +11,8 @@ domain), true values on 0..99, n = 10^5 reports, three population shapes:
 Each repetition draws the true values from the population (seeded), privatizes
 them, fits with ``method`` (``"auto"``, the default, ``"ems"`` and ``"em"``), bootstraps with B = 200
 replicates (``"auto-robust"``: fits with ``"auto"`` and bootstraps with ``robust=True``, the hull of
-auto's intervals and the MLE's; its rows add ``own span``, auto's own interval on the same repetitions), and checks whether the interval contains the population value of:
+auto's intervals and the MLE's; its rows add ``own span``, auto's own interval on the same
+repetitions), and checks whether the interval contains the population value of:
 the mean, the median and the 90th percentile (both as a domain value, the
 default, and interpolated by the grouped-data rule), P(30 <= X <= 50), the
 variance and the CDF at 60; and every frequency (row "each value": the
