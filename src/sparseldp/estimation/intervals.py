@@ -73,6 +73,10 @@ variance's 90.5 %, but a range query 9.5 %, the CDF at the median 19.0 % and
 single frequencies 34.9 % on average; the MLE's (``method="em"``) cover
 88-98 % on the same statistics of the three real columns, up to 4.6 times
 wider, and EMS's cover 0-13.5 % on the health index's range, CDF and p90.
+In the extreme, auto's ``"em steps=0"`` (EM's uniform start, kept where it
+already fits the counts) is returned by every refit, and every interval has
+zero width: :func:`bootstrap` warns (``RuntimeWarning``) whenever its refits
+are all the same distribution (and it has no robust reference, below).
 
 ``robust=True`` (:func:`bootstrap`) takes no smoothness for granted: it adds
 the MLE's bootstrap (the MLE fit on the same report counts) and every
@@ -81,10 +85,7 @@ auto's own on the same repetitions (README, "Estimating from reports"): on
 the health index 92.5-96.5 % for ranges, the CDF, quantiles and frequencies
 (auto's 13-69 %), on doctor visits 91.5-98 % (77.5-94.5 %); on smooth truths
 it over-covers (98-100 %) at 3.6-6.4 times auto's width (18-30 times for
-single frequencies), and where auto chose the MLE it costs nothing.  In the extreme, auto's ``"em steps=0"``
-(EM's uniform start, kept where it already fits the counts) is returned by
-every refit, and every interval has zero width: :func:`bootstrap` warns
-(``RuntimeWarning``) whenever its refits are all the same distribution.
+single frequencies), and where auto chose the MLE it costs nothing.
 
 The bootstrap is simulation on already-privatized counts: it has no privacy
 role, and ``rng`` may be a seed for reproducible intervals.  With
