@@ -474,6 +474,16 @@ def test_bootstrap_warns_when_the_refits_do_not_vary():
             np.tile(ems.p, (C.shape[0], 1)), np.ones(C.shape[0], bool), None, False))
         with pytest.warns(RuntimeWarning, match=r"refits \(ems\) are all the same distribution; every interval"):
             ems.bootstrap(MECH, B=5, rng=0)
+    # an MLE's refits that coincide: the warning does not send it to robust=True (a no-op for the MLE)
+    mle = estimate_frequencies(y, MECH, domain=DOM, method="em", return_info=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(boot, "_refit_replicates", lambda model, C, *a, **k: (
+            np.tile(mle.p, (C.shape[0], 1)), np.ones(C.shape[0], bool), None, False))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mle.bootstrap(MECH, B=5, rng=0, robust=True)
+    (w,) = [w for w in caught if "all the same distribution" in str(w.message)]
+    assert str(w.message).endswith("says nothing of the sampling error") and "robust" not in str(w.message)
     # refits that vary: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")

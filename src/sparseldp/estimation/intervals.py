@@ -489,7 +489,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     with small_blas(model.k, model.m):
         P, conv, gaps, single = _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol,
                                                   max_iter, single=precision == "single")
-    flow = method == "em-flow"
+    flow, is_mle = method == "em-flow", method == "em"
     if method in ("em-steps", "em-flow"):
         method = "em"
     n_conv = int(conv.sum())
@@ -522,11 +522,11 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         why = (": EM's uniform start, which fits every replicate's counts as well" if label == "em steps=0"
                else "")
         # e.g. auto's "em steps=0": the uniform start already fits the counts, and fits every replicate
+        advice = ("" if is_mle else " (where the estimate is regularized, it describes the regularized estimate, "
+                  "not the truth); for intervals with sampling spread and without regularization bias, bootstrap "
+                  "with robust=True (the CLI's --robust), which adds the MLE's")
         warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
-                      "has zero width and says nothing of the sampling error (where the estimate is regularized, "
-                      "it describes the regularized estimate, not the truth); for intervals with sampling "
-                      "spread and without regularization bias, bootstrap with robust=True (the CLI's --robust), "
-                      "which adds the MLE's", RuntimeWarning, stacklevel=2)
+                      f"has zero width and says nothing of the sampling error{advice}", RuntimeWarning, stacklevel=2)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
