@@ -291,7 +291,8 @@ def estimate_command(
             mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol,
                                  max_iter=max_iter) if rc.n >= 2 else None
         regularized = est.method != "em" and est.regularization != "em mle"
-        also = " and the MLE's fit and refits (--robust)" if robust and regularized else ""
+        widened = robust and regularized  # --robust adds the MLE's intervals (a no-op for an MLE)
+        also = " and the MLE's fit and refits (--robust)" if widened else ""
         with stage(f"bootstrap: {boot} refits ({est.regularization or est.method}){also}" if boot else "statistics"):
             stats_rows, per_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
                                                 quantile_method, robust)
@@ -316,7 +317,7 @@ def estimate_command(
                                      guarantee=None if guarantee is None else guarantee.describe(),
                                      method=est.method, n=rc.n, fmt=plot_fmt, true_p=true_p, ci=per_value,
                                      ci_label=f"{confidence:.0%} interval per value"
-                                              + (" (robust)" if robust and regularized else ""))
+                                              + (" (robust)" if widened else ""))
     where = "stdout" if is_stdio(output) else str(output)
     summary = {
         "n": rc.n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
@@ -399,7 +400,7 @@ def estimate_command(
                     "-" if row["ci_low"] is None else fmt(row["ci_low"], 6),
                     "-" if row["ci_high"] is None else fmt(row["ci_high"], 6))
     console.print(tab)
-    if boot and regularized and robust:
+    if boot and widened:
         say(f"robust intervals: the hull of the estimate's ({est.regularization or est.method}) and the MLE's, "
             "fit on the same reports and bootstrapped too")
     elif boot and regularized:

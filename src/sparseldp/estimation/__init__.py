@@ -158,6 +158,8 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.intervals`: the parametric :func:`bootstrap` behind
   ``FrequencyEstimate.mean/var/quantile/cdf/range(ci=...)``; ``robust=True`` adds the MLE's
   bootstrap and takes the hull (intervals that do not assume smoothness)
+* :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
+  quantiles' CDF inversion, the robust hull) from the replicate distributions
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood
 * :mod:`~sparseldp.estimation.mean`: :func:`estimate_mean`, :class:`MeanEstimate`
   and the Fisher-information standard error;

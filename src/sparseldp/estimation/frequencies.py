@@ -25,6 +25,8 @@ from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares
 
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
 _DEFAULT_TOL = {"auto": 1e-2, "em": 1e-2, "ems": 1e-8, "inversion": 1e-2}
+# Default cap on EM (or EMS) map evaluations.
+_DEFAULT_MAX_ITER = 50_000
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -236,7 +238,7 @@ def _check_tol(tol, max_iter):
 
 
 def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto", tol=None,
-                              max_iter=50_000, smooth=None, counts=False) -> FrequencyEstimate:
+                              max_iter=_DEFAULT_MAX_ITER, smooth=None, counts=False) -> FrequencyEstimate:
     """:func:`estimate_frequencies` returning the :class:`FrequencyEstimate` with its diagnostics."""
     method = _check_method(method)
     tol, max_iter = _check_tol(_DEFAULT_TOL[method] if tol is None else tol, max_iter)
@@ -251,12 +253,11 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto",
             est = _fit_auto(model, c_all, max_iter, _fit, _result)[0]
         else:
             est = _fit(model, c_all, method, tol, max_iter, smooth)
-    kept = np.array(c_all, dtype=float)  # a copy: the caller's counts stay theirs
-    kept.setflags(write=False)
-    return dataclasses.replace(est, counts=kept)
+    c_all.setflags(write=False)  # model.counts_of's own float array (never the caller's), kept on the estimate
+    return dataclasses.replace(est, counts=c_all)
 
 
-def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=None, max_iter=50_000,
+def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=None, max_iter=_DEFAULT_MAX_ITER,
                          smooth=None, counts=False, return_info=False):
     r"""Estimate the distribution of the true values on ``lo..hi`` from reports.
 
