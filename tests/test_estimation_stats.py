@@ -694,9 +694,17 @@ def test_robust_bad_input(est):
         dataclasses.replace(est, counts=None).bootstrap(MECH, robust=True)
     with pytest.raises(ValueError, match="estimate.counts must be the 20,000 reports' counts on the"):
         dataclasses.replace(est, counts=est.counts[:-1]).bootstrap(MECH, robust=True)
-    with pytest.raises(ValueError, match=r"on the 50 outputs of the domain \(0, 29\) under this mechanism; got 50 "
-                                         r"entries summing to 40000"):
+    with pytest.raises(ValueError, match=r"on the 50 outputs of the domain \(0, 29\) under this mechanism "
+                                         r"\(finite, >= 0\); got 50 entries summing to 40000"):
         dataclasses.replace(est, counts=2 * est.counts).bootstrap(MECH, robust=True)
+    with pytest.raises(ValueError, match="got 50 entries summing to nan"):
+        dataclasses.replace(est, counts=np.full(50, np.nan)).bootstrap(MECH, robust=True)
+    negative = est.counts.copy()  # the same total, one count below 0
+    moved = negative[0] + 1.0
+    negative[0] -= moved
+    negative[1] += moved
+    with pytest.raises(ValueError, match="must be the 20,000 reports' counts"):
+        dataclasses.replace(est, counts=negative).bootstrap(MECH, robust=True)
     # without robust the counts are not needed
     dataclasses.replace(est, counts=None).bootstrap(MECH, B=5, rng=0)
 

@@ -245,11 +245,13 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
             raise ValueError("robust=True refits the MLE on the estimate's report counts, and this estimate "
                              "carries none (estimate_frequencies(..., return_info=True) keeps them)")
         counts = np.asarray(counts, dtype=float)
-        if counts.shape != (model.m,) or round(float(counts.sum())) != n:
+        total = float(counts.sum())
+        if (counts.shape != (model.m,) or not np.isfinite(total) or bool((counts < 0).any())
+                or round(total) != n):
             size = counts.shape[0] if counts.ndim else 0
             raise ValueError(f"estimate.counts must be the {n:,} reports' counts on the {model.m} outputs of the "
-                             f"domain {estimate.domain} under this mechanism; got {size} entries summing to "
-                             f"{float(counts.sum()):g}")
+                             f"domain {estimate.domain} under this mechanism (finite, >= 0); got {size} entries "
+                             f"summing to {total:g}")
     q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
