@@ -156,7 +156,7 @@ BAD = [
     ("estimate on a huge domain", lambda d: estimate_frequencies(Y, M, domain=(0, 10**9)), ValueError,
      "the channel would store"),
     ("domain at int64 max", lambda d: estimate_frequencies(Y, M, domain=(I64_MAX - 5, I64_MAX)), ValueError,
-     "fit in int64"),
+     "domain must lie within [-2^53, 2^53] for estimation"),
     ("mean counts not a bool", lambda d: estimate_mean(Y, M, domain=DOM, counts=1), TypeError,
      "counts must be True or False"),
     # composition

@@ -834,3 +834,26 @@ def test_mle_tries_newton_again_after_a_failed_run(monkeypatch):
     p, evals, steps, conv, gap = mle._mle(A, AT, c[obs], 1e6, k, 1e-2, 50_000, model.dense)
     assert calls[0] is False and calls[-1] is True and len(calls) <= mle._NEWTON_TRIES, calls
     assert conv and gap <= 1e-2 and steps > 3
+
+
+def test_a_list_of_chunks_of_different_lengths_is_one_report_stream():
+    m = SparseLaplace(lam=0.5, s=7)
+    y = m.sample(np.arange(20).repeat(50), rng=0)
+    whole = estimate_frequencies(y, m, domain=(0, 19), method="em")
+    np.testing.assert_array_equal(estimate_frequencies(np.array_split(y, 7), m, domain=(0, 19), method="em"), whole)
+
+
+def test_max_iter_caps_the_em_evaluations_and_auto_names_its_own_knob():
+    from sparseldp.estimation import ConvergenceWarning, estimate_frequencies_full
+
+    m = SparseLaplace(lam=0.5, s=7)
+    y = m.sample(np.arange(20).repeat(50), rng=0)
+    for cap in (1, 3):
+        with pytest.warns(ConvergenceWarning, match=f"max_iter = {cap} steps .*; raise max_iter or tol"):
+            assert estimate_frequencies_full(y, m, domain=(0, 19), method="em", max_iter=cap).iterations == cap
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = estimate_frequencies_full(y, m, domain=(0, 19), method="auto", max_iter=1)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert msgs and all(msg.startswith(f"auto's refit of its choice ({est.regularization}): ") for msg in msgs)
+    assert all(msg.endswith("; raise max_iter") for msg in msgs)  # tol is not auto's knob

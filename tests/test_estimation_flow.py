@@ -7,6 +7,8 @@ hypothesis, and end to end: auto's choice on a wide Gaussian channel at 10^7
 reports, and the bootstrap's refit of that member.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -182,3 +184,18 @@ def test_bootstrap_counts_and_warns_of_failed_flow_refits(monkeypatch):
     with pytest.warns(RuntimeWarning, match="2 of 8 bootstrap refits of the EM flow"):
         bs = bootstrap(est, mech, B=8, rng=3)
     assert bs.converged == 6
+
+
+def test_flow_loglik_takes_0_log_0_as_0():
+    # a training fold that did not observe an output may fit it with probability 0: that column's
+    # log-likelihood is finite (it was nan, and the flow counted as failed on that fold)
+    from sparseldp.estimation.solvers import _flow_loglik
+
+    AT = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    P = np.array([[1.0, 0.5], [0.0, 0.5]])
+    W = np.array([[3.0, 1.0], [0.0, 1.0], [2.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _flow_loglik(AT, P, W)
+    np.testing.assert_allclose(got, [2 * np.log(0.5), 2 * np.log(0.5) + 2 * np.log(0.5)])
+    assert _flow_loglik(AT, P, W + np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]))[0] == -np.inf

@@ -66,6 +66,10 @@ def test_distance_exact_values():
     assert stats.distance(p, q) == pytest.approx(0.5)
     assert stats.distance(p, q, "ks") == pytest.approx(0.5)
     assert stats.distance(p, q, "w1") == pytest.approx(1.0)
+    # unsigned and extreme int64 values: compared and differenced without wrapping around
+    assert stats.distance(p, q, "w1", values=np.array([0, 1, 5], np.uint8)) == pytest.approx(0.5 * 1 + 0.5 * 4)
+    assert stats.distance([0.5, 0.5], [1.0, 0.0], "w1", values=np.array([-2**63, 2**63 - 1])) == pytest.approx(
+        0.5 * 2.0**64)
 
 
 @pytest.mark.parametrize("args, kw, exc, text", [
@@ -77,6 +81,11 @@ def test_distance_exact_values():
     (("ab", [0.5, 0.5]), {}, TypeError, "p must be an array"),
     (([0.5, 0.5], [0.5, 0.5]), {"values": [1, 1]}, ValueError, "strictly increasing"),
     (([0.5, 0.5], [0.5, 0.5]), {"values": [1, 2, 3]}, ValueError, "length 2"),
+    # np.diff wraps around on unsigned values: 5, 1, 0 are not increasing
+    (([0.2, 0.3, 0.5], [0.5, 0.3, 0.2]), {"values": np.array([5, 1, 0], np.uint8)}, ValueError, "strictly increasing"),
+    (([0.5, 0.5], [0.5, 0.5]), {"values": [True, False]}, TypeError, "values must be"),
+    (([True, False], [0.5, 0.5]), {}, TypeError, "p must be an array of probabilities; got dtype bool"),
+    ((["0.5", "0.5"], [0.5, 0.5]), {}, TypeError, "p must be an array of probabilities; got dtype <U3"),
 ])
 def test_distance_bad_input(args, kw, exc, text):
     with pytest.raises(exc, match=text.replace("(", r"\(").replace(")", r"\)")):
@@ -105,7 +114,21 @@ def test_point_statistics_exact():
     assert stats.mean(P4, v) == pytest.approx(29.0)
 
 
-@given(probs, st.floats(1e-6, 1 - 1e-6))
+def test_points_beyond_the_doubles_are_infinite():
+    assert stats.cdf(P4, 10**400) == 1.0 and stats.cdf(P4, -10**400) == 0.0
+
+
+def test_a_tiny_q_is_reached_where_the_mass_is():
+    # the cumsum slack is relative to q: an absolute 1e-12 let every value "reach" q < 1e-12
+    p = np.array([0.0, 0.0, 1e-20, 0.0, 1.0 - 1e-20])
+    assert stats.quantile(p, 1e-13) == 4
+    assert stats.quantile(p, 1e-21) == 2
+    assert 3.5 <= stats.quantile(p, 1e-13, method="interpolated") <= 4.5
+    bs = boot.Bootstrap(p=p, values=np.arange(5), replicates=np.stack([p, p]), method="em")
+    assert bs.interval("quantile", q=1e-13) == (4.0, 4.0)
+
+
+@given(probs, st.floats(1e-300, 1 - 1e-6))
 def test_quantile_inverts_cdf(p, q):
     x = stats.quantile(p, q)
     assert stats.cdf(p, x) >= q - 1e-9
@@ -126,6 +149,13 @@ def test_statistics_vectorize_over_rows():
     (stats.quantile, (P4, "a"), TypeError, "q must be"),
     (stats.range_prob, (P4, 3, 1), ValueError, "a must be <= b; got a = 3.0 > b = 1.0"),
     (stats.cdf, (P4, float("nan")), ValueError, "x must not be nan"),
+    (stats.cdf, (P4, [True]), TypeError, "x must be a real number or an array of them; got dtype bool"),
+    (stats.cdf, (P4, ["3"]), TypeError, "x must be a real number or an array of them; got dtype <U1"),
+    (stats.cdf, (P4, np.datetime64("2020-01-01")), TypeError, "got dtype datetime64"),
+    (stats.cdf, (P4, [1, None]), TypeError, "x must be a real number or an array of them; got element NoneType"),
+    (stats.quantile, (P4, ["0.5"]), TypeError, "q must be"),
+    (stats.range_prob, (P4, [1, 2, 3], [4, 5]), ValueError,
+     r"a and b must be scalars or arrays that broadcast together; got shapes \(3,\) and \(2,\)"),
 ])
 def test_statistics_bad_input(fn, args, exc, text):
     with pytest.raises(exc, match=text):
@@ -251,6 +281,77 @@ def test_statistic_with_and_without_ci(est):
         boot.statistic(_estimate(5_000), "mean", ci=bs)
 
 
+def test_ci_of_an_estimate_on_another_domain_is_refused():
+    from sparseldp.estimation import FrequencyEstimate
+
+    a = FrequencyEstimate(np.full(30, 1 / 30), (0, 29), "em", 100, 0, True, 0.0, 0.0)
+    b = FrequencyEstimate(np.full(30, 1 / 30), (10, 39), "em", 100, 0, True, 0.0, 0.0)
+    bs = b.bootstrap(MECH, B=5, rng=0)
+    with pytest.raises(ValueError, match=r"ci must be a Bootstrap of this estimate \(its values run from 10 to 39, "
+                                         r"the estimate's domain is \(0, 29\)\)"):
+        a.mean(ci=bs)
+
+
+@pytest.mark.parametrize("level", [5, float("nan"), 1.0, 1 - 1e-16, 0.0])
+def test_level_is_checked_with_and_without_ci(est, level):
+    bs = boot.bootstrap(est, MECH, B=5, rng=0)
+    for ci in (None, bs):
+        with pytest.raises(ValueError, match=r"level must be a real number in \(0, 1"):
+            est.mean(ci=ci, level=level)
+    assert est.mean(ci=bs, level=1 - 2.0**-52)[1][0] <= est.mean()  # the largest level allowed works
+
+
+def test_results_compare_by_value_and_stay_read_only_through_pickle(est):
+    import copy
+    import pickle
+
+    bs = boot.bootstrap(est, MECH, B=5, rng=0)
+    for obj in (est, bs):
+        back = pickle.loads(pickle.dumps(obj))
+        assert back == obj and copy.deepcopy(obj) == obj and back is not obj
+        assert not any(a.flags.writeable for a in vars(back).values() if isinstance(a, np.ndarray))
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(obj)
+    assert est != _estimate(5_000)
+    assert bs != boot.bootstrap(est, MECH, B=5, rng=1)
+    assert not bs.values.flags.writeable
+
+
+@pytest.mark.parametrize("field, value, exc, text", [
+    ("p", np.array([0.5, 0.2]), ValueError, "p must sum to 1"),
+    ("p", np.zeros(2), ValueError, "p must sum to 1"),
+    ("p", np.array([0.5, 0.25, 0.25]), ValueError, r"p must be a 1-D array with one frequency per value of the "
+                                                   r"domain \(2\); got shape \(3,\)"),
+    ("n", 0, ValueError, r"n must be an integer >= 1; got 0"),
+    ("domain", (0, 2**60), ValueError, r"domain must lie within \[-2\^53, 2\^53\]"),
+    ("method", "mle", ValueError, "method must be"),
+])
+def test_a_hand_built_estimate_is_checked(field, value, exc, text):
+    from sparseldp.estimation import FrequencyEstimate
+
+    kw = dict(p=np.array([0.5, 0.5]), domain=(0, 1), method="em", n=10, iterations=0, converged=True, loglik=0.0,
+              gap=0.0)
+    with pytest.raises(exc, match=text):
+        FrequencyEstimate(**{**kw, field: value})
+    user_p = np.array([0.25, 0.75])
+    e = FrequencyEstimate(**{**kw, "p": user_p})
+    assert user_p.flags.writeable and not e.p.flags.writeable  # the caller's array keeps its flags
+
+
+def test_estimation_refuses_a_domain_beyond_the_exact_doubles():
+    m = SparseLaplace(lam=0.5, s=7)
+    with pytest.raises(ValueError, match=r"domain must lie within \[-2\^53, 2\^53\] for estimation"):
+        estimate_frequencies(np.full(30, 2**60, dtype=np.int64), m, domain=(2**60, 2**60 + 5))
+
+
+def test_a_one_value_domain_bootstraps_without_a_zero_spread_warning():
+    m = SparseLaplace(lam=0.5, s=7)
+    e = estimate_frequencies(m.sample(np.full(100, 5), rng=0), m, domain=(5, 5), return_info=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert e.bootstrap(m, B=5, rng=0).interval("mean") == (5.0, 5.0)
+
+
 def test_quantile_interval_inverts_the_cdf_band():
     v = np.arange(4)
     other = np.array([0.0, 0.6, 0.0, 0.4])  # median 1, like P4; cdf(0) 0 vs 0.1
@@ -355,7 +456,8 @@ def test_bootstrap_rejects_an_unknown_auto_member(reg):
 
 
 @pytest.mark.parametrize("method", ["mle", "EM", None])
-def test_bootstrap_rejects_an_unknown_method(method):
+def test_an_estimate_with_an_unknown_method_is_refused(method):
+    # refused where the estimate is built (it used to get as far as bootstrap)
     import dataclasses
 
     import sparseldp as sl
@@ -363,8 +465,9 @@ def test_bootstrap_rejects_an_unknown_method(method):
 
     m = sl.SparseLaplace(lam=0.5, s=7)
     est = estimate_frequencies_full(m.sample(np.arange(30).repeat(10), rng=1), m, domain=(0, 29), method="em")
-    with pytest.raises(ValueError, match="estimate.method must be 'auto', 'em', 'ems' or 'inversion'; got"):
-        dataclasses.replace(est, method=method).bootstrap(m, B=5, rng=0)
+    with pytest.raises(TypeError if method is None else ValueError,
+                       match="method must be 'auto', 'em', 'ems' or 'inversion'; got"):
+        dataclasses.replace(est, method=method)
 
 
 # -- interpolated (grouped-data) quantiles ------------------------------------------------

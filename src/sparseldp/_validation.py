@@ -127,6 +127,41 @@ def check_probability(value, name: str = "delta", *, open_upper: bool = False, o
     return v
 
 
+def _as_array(value, allowed: str, kind) -> np.ndarray:
+    """``value`` as an array (``TypeError`` with ``allowed`` for a bool, a string, a ragged list, or an
+    object array with an element that is a bool or not an instance of ``kind``)."""
+    if _is_bool(value):
+        raise TypeError(f"{allowed}; got bool {value!r}")
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{allowed}; got {type(value).__name__} {_preview(value)}")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # e.g. a ragged nested list
+        raise TypeError(f"{allowed} (a rectangular array); got {_preview(value)}") from None
+    if arr.dtype == object:
+        for v in arr.reshape(-1):
+            if _is_bool(v) or not isinstance(v, kind):
+                raise TypeError(f"{allowed}; got element {type(v).__name__} {_preview(v)}")
+    return arr
+
+
+def check_real_array(value, name: str, what: str = "a real number or an array of them") -> np.ndarray:
+    """Real numbers as a float array: no bools, strings, dates or other objects (``TypeError``); an
+    integer beyond the doubles is ``+-inf``.  NaN and infinities are left to the caller."""
+    arr = _as_array(value, f"{name} must be {what}", numbers.Real)
+    if arr.dtype == object:
+        out = np.empty(arr.size)
+        for i, v in enumerate(arr.reshape(-1)):
+            try:
+                out[i] = float(v)
+            except OverflowError:  # an int beyond the doubles
+                out[i] = math.inf if v > 0 else -math.inf
+        return out.reshape(arr.shape)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be {what}; got dtype {arr.dtype}")
+    return arr.astype(float)
+
+
 def check_int_array(value, name: str, *, minimum: int | None = None) -> np.ndarray:
     """An integer scalar or array as int64 (no floats, even integral ones).
 
@@ -134,19 +169,9 @@ def check_int_array(value, name: str, *, minimum: int | None = None) -> np.ndarr
     a silent wrap-around); an empty sequence (``[]``) is an empty int64 array.
     """
     allowed = f"{name} must be an integer or integer array{_range_text(minimum, None)}"
-    if _is_bool(value):
-        raise TypeError(f"{allowed}; got bool {value!r}")
-    if isinstance(value, (str, bytes)):
-        raise TypeError(f"{allowed}; got {type(value).__name__} {_preview(value)}")
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):  # e.g. a ragged nested list
-        raise TypeError(f"{allowed} (a rectangular array); got {_preview(value)}") from None
+    arr = _as_array(value, allowed, numbers.Integral)
     if arr.dtype == object:
         flat = arr.reshape(-1)
-        for v in flat:
-            if _is_bool(v) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"{allowed}; got element {type(v).__name__} {_preview(v)}")
         for v in flat:
             if not INT64_MIN <= int(v) <= INT64_MAX:
                 raise ValueError(f"{name} must be integers in [{INT64_MIN}, {INT64_MAX}] (int64); got {int(v)}")

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._frozen import ArrayValue
 from .core.families import get_family
 from .reproduce import EXPERIMENTS, ROMAN, compute_table, write_files
 
@@ -114,8 +115,8 @@ FIGURES: tuple[FigureSpec, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class FigureData:
+@dataclass(frozen=True, eq=False)
+class FigureData(ArrayValue):
     """The numbers behind one figure (all computed exactly)."""
 
     spec: FigureSpec

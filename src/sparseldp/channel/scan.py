@@ -15,12 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._frozen import ArrayValue
 from .flat import _FlatBlock
 from .terms import _BLOCK_ELEMS, _linear_and_log, _log_path_sum
 
 
-@dataclass(frozen=True)
-class WorstPair:
+@dataclass(frozen=True, eq=False)
+class WorstPair(ArrayValue):
     """``delta = sup`` of the ordered defect over pairs in range, and a pair attaining it.
 
     ``x``/``x_prime`` are the input values of a maximizing ordered pair (the

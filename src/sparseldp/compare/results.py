@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._frozen import ArrayValue
+
 __all__ = ["METRICS", "Comparison", "ComparisonRow", "Recommendation", "format_params"]
 
 #: Metrics a recommendation can target: name -> (row attribute, description).  Smaller is better for all.
@@ -108,8 +110,8 @@ def _check_metric(metric) -> str:
     return metric
 
 
-@dataclass(frozen=True)
-class Comparison:
+@dataclass(frozen=True, eq=False)
+class Comparison(ArrayValue):
     """All rows of a comparison, with the target and the simulation settings."""
 
     eps: float

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._frozen import ReadOnlyArrays
 from .._validation import check_int, check_int_array
 
 # Reports per bincount chunk: 32 MiB of int64, cache-friendly and bounded memory.
@@ -21,8 +22,8 @@ _CHUNK = 1 << 22
 _SPAN_MAX = 1 << 26
 
 
-@dataclass(frozen=True)
-class ReportCounts:
+@dataclass(frozen=True, eq=False)
+class ReportCounts(ReadOnlyArrays):
     """A report histogram: ``counts[j]`` reports had the value ``offset + j``.
 
     This is what :func:`sparseldp.io.column_counts` returns (as a pair), and
@@ -80,7 +81,10 @@ class ReportCounts:
 
 def _chunks(reports):
     """Yield int64 chunks of the reports (an array, or an iterable of arrays)."""
-    if isinstance(reports, np.ndarray) or isinstance(reports, (list, tuple)) or np.isscalar(reports):
+    # a list of arrays is a list of chunks (np.array_split's output: their lengths may differ)
+    chunked = isinstance(reports, (list, tuple)) and len(reports) > 0 and all(
+        isinstance(part, np.ndarray) and part.ndim >= 1 for part in reports)
+    if not chunked and (isinstance(reports, (np.ndarray, list, tuple)) or np.isscalar(reports)):
         arr = check_int_array(reports, "reports").reshape(-1)
         for start in range(0, arr.size, _CHUNK):
             yield arr[start : start + _CHUNK]

@@ -15,12 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
 from .auto import _fit_auto
-from .model import _Model, _model
+from .model import _Model, _model, check_exact_domain
 from .intervals import bootstrap, statistic
 from .mle import _mle
+from .stats import _check_dist
 from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, project_simplex
 
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
@@ -33,8 +35,8 @@ class ConvergenceWarning(RuntimeWarning):
     """EM stopped at ``max_iter`` before its certified log-likelihood gap reached ``tol``."""
 
 
-@dataclass(frozen=True)
-class FrequencyEstimate:
+@dataclass(frozen=True, eq=False)
+class FrequencyEstimate(ReadOnlyArrays):
     """An estimated input distribution with how it was obtained.
 
     Attributes
@@ -85,6 +87,20 @@ class FrequencyEstimate:
     newton_steps: int = 0
     regularization: str | None = None
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        # the statistics and the bootstrap rely on these; a hand-built estimate gets the same checks
+        lo, hi = check_exact_domain(self.domain)
+        p = frozen_array(_check_dist(self.p, "p"))
+        if p.ndim != 1 or p.size != hi - lo + 1:
+            raise ValueError(f"p must be a 1-D array with one frequency per value of the domain "
+                             f"({hi - lo + 1}); got shape {p.shape}")
+        _check_method(self.method)
+        object.__setattr__(self, "domain", (lo, hi))
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "n", check_int(self.n, "n", minimum=1))
+        if self.counts is not None:
+            object.__setattr__(self, "counts", frozen_array(self.counts))
 
     @property
     def values(self) -> np.ndarray:
@@ -250,7 +266,16 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto",
         if method == "auto":
             if float(c_all.sum()) == 0:
                 raise ValueError("reports must contain at least one report; got none")
-            est = _fit_auto(model, c_all, max_iter, _fit, _result)[0]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ConvergenceWarning)
+                est = _fit_auto(model, c_all, max_iter, _fit, _result)[0]
+            for w in caught:  # the refit of the chosen member: tol is not auto's knob, max_iter is
+                if issubclass(w.category, ConvergenceWarning):
+                    msg = str(w.message).replace("; raise max_iter or tol", "; raise max_iter")
+                    warnings.warn(f"auto's refit of its choice ({est.regularization}): {msg}", ConvergenceWarning,
+                                  stacklevel=2)
+                else:
+                    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         else:
             est = _fit(model, c_all, method, tol, max_iter, smooth)
     c_all.setflags(write=False)  # model.counts_of's own float array (never the caller's), kept on the estimate

@@ -112,7 +112,7 @@ from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
 from .model import _model
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
-from .replicates import Bootstrap
+from .replicates import Bootstrap, _check_level
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
 
@@ -129,6 +129,7 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
     ``ci=None`` returns the point value; ``ci`` a :class:`Bootstrap` of this
     estimate returns ``(value, (lo, hi))``.
     """
+    _check_level(level)  # checked with or without ci, as every argument is
     if ci is None:
         p = np.asarray(estimate.p, dtype=float)
         return Bootstrap(p=p, values=np.asarray(estimate.values), replicates=p[None, :],
@@ -138,6 +139,9 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
                         f"got {type(ci).__name__}")
     if ci.p.shape != np.shape(estimate.p) or not np.array_equal(ci.p, estimate.p):
         raise ValueError("ci must be a Bootstrap of this estimate (its p differs)")
+    if not np.array_equal(ci.values, estimate.values):
+        raise ValueError(f"ci must be a Bootstrap of this estimate (its values run from {int(ci.values[0])} to "
+                         f"{int(ci.values[-1])}, the estimate's domain is {tuple(estimate.domain)})")
     return ci.point(stat, **kw), ci.interval(stat, level, kind=kind, **kw)
 
 
@@ -286,7 +290,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
             reference = bootstrap(mle, mechanism, B=B, rng=gen, max_iter=max_iter, precision=precision)
         for w in caught:
             warnings.warn(f"robust=True, the MLE's fit or bootstrap: {w.message}", w.category, stacklevel=2)
-    if reference is None and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
+    # (a domain of one value has nothing to spread: its zero width is exact, not a warning)
+    if reference is None and model.k > 1 and float(np.ptp(P, axis=0).max()) <= _NO_SPREAD * float(np.max(P)):
         label = estimate.regularization or estimate.method
         why = (": EM's uniform start, which fits every replicate's counts as well" if label == "em steps=0"
                else "")

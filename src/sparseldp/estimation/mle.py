@@ -94,6 +94,8 @@ def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
         gap1 = cert(g1)
         if gap1 <= tol:
             return last(p1, g1), evals, True, max(gap1, 0.0)
+        if evals >= max_iter:  # an odd budget: no second evaluation (max_iter caps the evaluations)
+            return last(p1, g1), evals, False, gap1
         p2 = p1 * g1
         evals += 1
         q2 = AT @ p2

@@ -220,6 +220,20 @@ class _Model:
         return out.astype(float)
 
 
+# Largest magnitude of a domain bound: integers up to 2^53 are exact in floating point, where the
+# statistics of an estimate are computed.
+_EXACT_INT = 2**53
+
+
+def check_exact_domain(domain) -> tuple[int, int]:
+    """:func:`~sparseldp.channel.check_domain`, and both bounds within ``[-2^53, 2^53]``."""
+    lo, hi = check_domain(domain)
+    if not (-_EXACT_INT <= lo and hi <= _EXACT_INT):
+        raise ValueError(f"domain must lie within [-2^53, 2^53] for estimation (its statistics are computed "
+                         f"in floating point); got ({lo}, {hi})")
+    return lo, hi
+
+
 def _model(mechanism, domain) -> _Model:
     if isinstance(mechanism, RadiusMechanism):
         if domain is None:
@@ -227,15 +241,16 @@ def _model(mechanism, domain) -> _Model:
                 f"domain is required for a mechanism on Z ({mechanism!r}): pass domain=(lo, hi), "
                 "the range of the true values"
             )
-        lo, hi = check_domain(domain)
+        lo, hi = check_exact_domain(domain)
         ch = mechanism.to_channel((lo, hi), "extended")  # the protocol's conversion: any kernel
         return _Model(ch, lo, hi, repr(mechanism))
     if isinstance(mechanism, SparseChannel):
         if domain is None:
             xs = np.sort(np.asarray(mechanism.inputs))
             lo, hi = int(xs[0]), int(xs[-1])
+            lo, hi = check_exact_domain((lo, hi))
         else:
-            lo, hi = check_domain(domain)
+            lo, hi = check_exact_domain(domain)
         return _Model(mechanism, lo, hi, "the channel")
     raise TypeError(
         "mechanism must be a SparseLaplace, SparseGaussian or SparseChannel; "

@@ -13,9 +13,11 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_probability
-from .stats import (_CDF_SLACK, _STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
-                    _edges, _mean, _quantile, _quantile_interp, _range, _reaching, _scalar, _var)
+from .stats import (_STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
+                    _edges, _mean, _quantile, _quantile_interp, _range, _reach_level, _reaching, _scalar, _stay_level,
+                    _var)
 
 __all__ = ["Bootstrap"]
 
@@ -26,8 +28,20 @@ _KINDS_TEXT = ", ".join(map(repr, _KINDS[:-1])) + f" or {_KINDS[-1]!r}"
 _CELL_GRID = 257
 
 
-@dataclass(frozen=True)
-class Bootstrap:
+# Largest level: the normal quantile 1 - (1 - level)/2 must stay below 1 in floating point.
+_MAX_LEVEL = 1.0 - 2.0**-52
+
+
+def _check_level(level) -> float:
+    """A confidence level in ``(0, 1 - 2^-52]`` (closer to 1, ``1 - (1 - level)/2`` rounds to 1)."""
+    level = check_probability(level, "level", open_upper=True, open_lower=True)
+    if level > _MAX_LEVEL:
+        raise ValueError(f"level must be a real number in (0, 1 - 2^-52]; got {level!r}")
+    return level
+
+
+@dataclass(frozen=True, eq=False)
+class Bootstrap(ReadOnlyArrays):
     """Replicate distributions of a parametric bootstrap, and intervals from them.
 
     Attributes
@@ -63,6 +77,10 @@ class Bootstrap:
     precision: str = field(default="double")
     robust: bool = field(default=False)
     reference: Bootstrap | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        for name in ("p", "values", "replicates"):
+            object.__setattr__(self, name, frozen_array(getattr(self, name)))
 
     @property
     def B(self) -> int:
@@ -152,21 +170,21 @@ class Bootstrap:
             return self._ends(t, tb, alpha, kind)
 
         for i, q in enumerate(qf):
-            reach = np.flatnonzero(fhi >= q - _CDF_SLACK)
+            reach = np.flatnonzero(fhi >= _reach_level(q))
             j = int(reach[0]) if reach.size else k
             if j == 0:
                 lo_out[i] = e[0]
             else:  # hi crosses q in cell j - 1 (its last grid point is edge j, at q or above)
                 _, h = band(j - 1)
-                first = int(np.argmax(h >= q - _CDF_SLACK))
+                first = int(np.argmax(h >= _reach_level(q)))
                 lo_out[i] = e[j - 1] + u[max(first - 1, 0)] * (e[j] - e[j - 1])
-            below = np.flatnonzero(flo <= q + _CDF_SLACK)
+            below = np.flatnonzero(flo <= _stay_level(q))
             j = int(below[-1]) if below.size else 0
             if j >= k:
                 hi_out[i] = e[k]
             else:  # lo crosses q in cell j (its first grid point is edge j, at q or below)
                 lw, _ = band(j)
-                at_or_below = np.flatnonzero(lw <= q + _CDF_SLACK)
+                at_or_below = np.flatnonzero(lw <= _stay_level(q))
                 last = int(at_or_below[-1]) if at_or_below.size else 0  # (empty only by rounding at edge j)
                 hi_out[i] = e[j] + u[min(last + 1, u.size - 1)] * (e[j + 1] - e[j])
         return lo_out, hi_out
@@ -199,12 +217,14 @@ class Bootstrap:
 
         Returns
         -------
-        (lo, hi) : floats, or arrays of the statistic's shape.  Clipped to the
-        statistic's range (``[0, 1]`` for probabilities, ``[lo, hi]`` of the
-        domain for the mean and quantiles, ``>= 0`` for the variance).  With a
+        (lo, hi) : floats, or arrays of the statistic's shape.  Within the
+        statistic's range: ``[0, 1]`` for probabilities, ``[lo, hi]`` of the
+        domain for the mean and the (inverted-CDF) quantiles, the cells'
+        ``[lo - 1/2, hi + 1/2]`` for interpolated quantiles (the grouped-data
+        rule spreads each value's mass over its cell), ``>= 0`` for the variance.  With a
         ``reference`` (``robust``): the hull of this interval and the reference's.
         """
-        level = check_probability(level, "level", open_upper=True, open_lower=True)
+        level = _check_level(level)
         if kind is None:
             kind = "span"
         if not isinstance(kind, str):

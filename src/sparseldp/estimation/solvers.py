@@ -369,8 +369,11 @@ def _softmax(X):
 
 
 def _flow_loglik(AT, P, W):
-    with np.errstate(divide="ignore"):
-        return (W * np.log(np.maximum(AT @ P, 0.0))).sum(axis=0)
+    """``sum_y W_y log (Q^T P)_y`` per column, with ``0 log 0 = 0``: an output a column did not observe
+    (a training fold's zero count) may have probability 0 (it was ``nan``, and the flow counted as failed)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = W * np.log(np.maximum(AT @ P, 0.0))
+    return np.where(W > 0, terms, 0.0).sum(axis=0)
 
 
 def _flow_substeps(A, AT, W, theta, h, guess, depth):

@@ -40,8 +40,9 @@ The parametric bootstrap behind the ``ci=`` intervals lives in
 
 from __future__ import annotations
 
-
 import numpy as np
+
+from .._validation import check_real_array
 
 __all__ = ["cdf", "distance", "mean", "quantile", "range_prob", "var"]
 
@@ -49,19 +50,25 @@ _METRICS = ("tv", "w1", "ks")
 _STATS = ("mean", "var", "quantile", "cdf", "range", "p")
 # Quantile rules (module docstring): a value of the domain, or the grouped-data interpolation.
 QUANTILE_METHODS = ("inverted_cdf", "interpolated")
-# Values with cdf within this of q count as reaching q (cumsum rounding of a p that sums to 1).
+# Values with cdf within this fraction of q below it count as reaching q (cumsum rounding of a p that sums
+# to 1).  Relative, not absolute: a q below any absolute slack would be reached by every value.
 _CDF_SLACK = 1e-12
+
+
+def _reach_level(q):
+    """The cdf level that counts as reaching ``q`` (:data:`_CDF_SLACK`)."""
+    return q * (1.0 - _CDF_SLACK)
+
+
+def _stay_level(q):
+    """The cdf level that counts as still at or below ``q`` (:data:`_CDF_SLACK`)."""
+    return q * (1.0 + _CDF_SLACK)
 
 
 # -- validation ----------------------------------------------------------------
 
 def _check_dist(p, name: str) -> np.ndarray:
-    if isinstance(p, (str, bytes)) or p is None:
-        raise TypeError(f"{name} must be an array of probabilities; got {type(p).__name__} {p!r}")
-    try:
-        arr = np.asarray(p, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be an array of probabilities; got {type(p).__name__}") from None
+    arr = check_real_array(p, name, "an array of probabilities")
     if arr.ndim == 0 or arr.shape[-1] == 0:
         raise ValueError(f"{name} must be a non-empty array of probabilities; got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -86,8 +93,13 @@ def _check_values(values, k: int) -> np.ndarray:
         raise TypeError(f"values must be an array of increasing numbers; got dtype {v.dtype}")
     if v.ndim != 1 or v.size != k:
         raise ValueError(f"values must be a 1-D array of length {k} (the length of p); got shape {v.shape}")
-    if not np.all(np.isfinite(v)) or np.any(np.diff(v) <= 0):
+    # compared, not differenced: np.diff wraps around on unsigned and overflows on extreme int64 values
+    if not np.all(np.isfinite(v)) or np.any(v[1:] <= v[:-1]):
         raise ValueError("values must be finite and strictly increasing")
+    if v.dtype.kind == "u":
+        if v.size and v[-1] > np.iinfo(np.int64).max:
+            raise ValueError(f"values must fit in int64; got {int(v[-1])}")
+        v = v.astype(np.int64)
     return v
 
 
@@ -100,12 +112,7 @@ def _check_q(q) -> np.ndarray:
 
 
 def _check_point(x, name: str) -> np.ndarray:
-    if isinstance(x, (str, bytes, bool, np.bool_)) or x is None:
-        raise TypeError(f"{name} must be a real number or an array of them; got {type(x).__name__} {x!r}")
-    try:
-        arr = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number or an array of them; got {type(x).__name__}") from None
+    arr = check_real_array(x, name)
     if np.any(np.isnan(arr)):
         raise ValueError(f"{name} must not be nan")
     return arr
@@ -157,7 +164,8 @@ def distance(p, q, metric: str = "tv", *, values=None):
     dF = np.abs(np.cumsum(p, axis=-1) - np.cumsum(q, axis=-1))
     if metric == "ks":
         return _scalar(dF.max(axis=-1))
-    return _scalar((dF[..., :-1] * np.diff(v).astype(float)).sum(axis=-1))
+    steps = v[1:].astype(float) - v[:-1].astype(float)  # in floats: an int64 difference can overflow
+    return _scalar((dF[..., :-1] * steps).sum(axis=-1))
 
 
 # -- point statistics (along the last axis) ------------------------------------------
@@ -202,7 +210,12 @@ def range_prob(p, a, b, values=None):
 
 
 def _check_range(a, b):
-    a, b = np.broadcast_arrays(_check_point(a, "a"), _check_point(b, "b"))
+    a, b = _check_point(a, "a"), _check_point(b, "b")
+    try:
+        a, b = np.broadcast_arrays(a, b)
+    except ValueError:
+        raise ValueError(f"a and b must be scalars or arrays that broadcast together; got shapes {a.shape} "
+                         f"and {b.shape}") from None
     if np.any(a > b):
         i = int(np.argmax(np.ravel(a > b)))
         raise ValueError(f"a must be <= b; got a = {float(np.ravel(a)[i])!r} > b = {float(np.ravel(b)[i])!r}")
@@ -229,7 +242,7 @@ def _cum(p):
 def _reaching(F, qf):
     """Index of the first value whose cdf ``F`` (last axis) reaches each ``q`` of the flat ``qf``: the number
     of values whose cdf is still below it (capped at the last value); shape ``F.shape[:-1] + qf.shape``."""
-    return np.minimum((F[..., None, :] < qf[:, None] - _CDF_SLACK).sum(axis=-1), F.shape[-1] - 1)
+    return np.minimum((F[..., None, :] < _reach_level(qf)[:, None]).sum(axis=-1), F.shape[-1] - 1)
 
 
 def _quantile(p, v, q):
