@@ -723,7 +723,7 @@ def test_long_header_fields_and_header_limit(tmp_path):
                                          r"1,048,576 bytes\); it is 1,048,581 bytes long"):
         sio.column_counts(p, "age")
     p.write_text('"a"b,age\n1,2\n')
-    with pytest.raises(ValueError, match=r"malformed header line \(field 1, '\"a\"b', has stray quotes\)"):
+    with pytest.raises(ValueError, match=r"a stray quote on line 1 \(a quote may only enclose a whole field"):
         sio.column_counts(p, "age")
     p.write_bytes(b"a\x00,age\n1,2\n")
     with pytest.raises(ValueError, match="malformed header line"):

@@ -42,6 +42,7 @@ _SPLICE_BYTES_PER_FIELD = 4096
 _DELIMITER = {"csv": ord(","), "tsv": ord("\t")}
 _LF, _CR = ord("\n"), ord("\r")
 _BOM = b"\xef\xbb\xbf"
+_NONE = np.empty(0, np.int64)
 
 
 @dataclass
@@ -143,19 +144,22 @@ class _CsvBatch(_Batch):
         fh.write(data[pos:])
 
 
-def _scan(buf: np.ndarray, delim: int) -> tuple[np.ndarray, np.ndarray, bool]:
+def _scan(buf: np.ndarray, delim: int) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray]:
     """Structural separators of ``buf`` (which starts at a record boundary).
 
-    Returns ``(seps, lf_at, open_quote)``: the sorted positions of separators
-    and LFs outside quotes, the indices into ``seps`` of the LFs, and whether
-    ``buf`` ends inside a quoted field.  Masks are built in place: about three
+    Returns ``(seps, lf_at, open_quote, quotes)``: the sorted positions of separators
+    and LFs outside quotes, the indices into ``seps`` of the LFs, whether
+    ``buf`` ends inside a quoted field, and the positions of the quotes (for
+    :func:`_check_quotes`).  Masks are built in place: about three
     bytes of temporaries per input byte plus 8 per separator.
     """
     is_sep = buf == delim
     is_sep |= buf == _LF
     inside = buf == _QUOTE
     open_quote = False
+    quotes = _NONE
     if inside.any():
+        quotes = np.flatnonzero(inside)
         np.logical_xor.accumulate(inside, out=inside)  # True after an odd number of quotes
         open_quote = bool(inside[-1])
         np.logical_not(inside, out=inside)
@@ -164,7 +168,44 @@ def _scan(buf: np.ndarray, delim: int) -> tuple[np.ndarray, np.ndarray, bool]:
     seps = np.flatnonzero(is_sep)
     del is_sep
     lf_at = np.flatnonzero(buf[seps] == _LF)
-    return seps, lf_at, open_quote
+    return seps, lf_at, open_quote, quotes
+
+
+def _check_quotes(label: str, chunk: np.ndarray, q: np.ndarray, delim: int, line: int) -> None:
+    """Refuse a quote that does not enclose a whole field (RFC 4180).
+
+    The structural scan (:func:`_scan`) counts quotes: a quote inside an
+    unquoted field (``5 ft 10"``) would open a quoted section that runs on to
+    the next quote, across separators and line breaks, merging rows, and a
+    target value inside such a section would be copied through as text, not
+    privatized.  So a quote that opens (an even number before it) must start
+    a field (after a separator, a line break, or the closing quote of a
+    ``""`` pair), and one that closes must end it (before a separator, a
+    line break, CRLF, the end of the input, or the second quote of a pair).
+    ``chunk`` starts at a record boundary and ends at one, ``q`` are the
+    positions of its quotes (from :func:`_scan`); ``line`` is its first line.
+    The message names the line, never the field's text.  Cost: a few passes
+    over the quotes, none over the bytes."""
+    if q.size == 0:
+        return
+    size = chunk.size
+    opening, closing = q[0::2], q[1::2]
+    before = chunk[np.maximum(opening - 1, 0)]
+    ok_open = (opening == 0) | (before == delim) | (before == _LF)
+    # the second quote of a "" pair: the quote before it (the previous closing one) is right before it
+    ok_open[1:] |= closing[: opening.size - 1] == opening[1:] - 1
+    nxt = closing + 1
+    after = chunk[np.minimum(nxt, size - 1)]
+    after2 = chunk[np.minimum(nxt + 1, size - 1)]
+    ok_close = ((nxt >= size) | (after == delim) | (after == _LF) | (after == _QUOTE)
+                | ((after == _CR) & ((nxt + 1 >= size) | (after2 == _LF))))
+    bad = np.concatenate([opening[~ok_open], closing[~ok_close]])
+    if bad.size:
+        at = int(bad.min())
+        raise ValueError(
+            f"malformed CSV {label}: a stray quote on line {line + int(np.count_nonzero(chunk[:at] == _LF))} "
+            "(a quote may only enclose a whole field, with \"\" for a quote inside it: RFC 4180); quote that "
+            "field, or remove the quote")
 
 
 def _too_long(label: str, line: int, header: bool, length: int, complete: bool) -> ValueError:
@@ -255,13 +296,14 @@ def _iter_csv(src: _Source, columns: tuple[str, ...], batch_size: int, fmt: str,
             buf = np.frombuffer(block, np.uint8)
         if buf.size == 0:
             break
-        seps, lf_at, open_quote = _scan(buf, delim)
+        seps, lf_at, open_quote, quotes = _scan(buf, delim)
         if not eof and lf_at.size == 0:  # one record longer than the buffer: read on, scanning only new bytes
             ncols = None if header is None else len(header.names)
             buf, eof = _read_long_record(src, buf, open_quote, int(seps.size), delim,
                                          None if ncols is None else ncols - 1, header is None, line, row)
-            seps, lf_at, open_quote = _scan(buf, delim)
+            seps, lf_at, open_quote, quotes = _scan(buf, delim)
         if eof and open_quote:
+            _check_quotes(src.label, buf, quotes, delim, line)  # a stray quote is the likelier cause: name it
             rs = int(seps[lf_at[-1]]) + 1 if lf_at.size else 0
             raise ValueError(f"malformed CSV {src.label}: unterminated quoted field in the record "
                              f"starting on line {line + int(np.count_nonzero(buf[:rs] == _LF))}")
@@ -274,6 +316,7 @@ def _iter_csv(src: _Source, columns: tuple[str, ...], batch_size: int, fmt: str,
             cut = int(seps[lf_at[-1]]) + 1
             seps = seps[: lf_at[-1] + 1]
         chunk = buf[:cut]
+        _check_quotes(src.label, chunk, quotes[: np.searchsorted(quotes, cut)], delim, line)
         carry = buf[cut:].copy()
         del buf
         prev = np.empty(lf_at.size, np.int64)  # index in seps of the previous terminator (-1: none)
@@ -380,6 +423,11 @@ def _parse_header(label: str, chunk: np.ndarray, start: int, delims: np.ndarray,
     raw = bytes(chunk[start:end])
     if b"\x00" in raw:
         raise ValueError(f"cannot read {label} as {fmt.upper()}: malformed header line (it contains NUL bytes)")
+    if any(b"\r" in part for part in raw.split(b'"')[0::2]):  # the parts outside quotes
+        # records end with LF or CRLF: a file with CR-only line breaks (classic Mac OS) reads as one header
+        # line holding every record, and its values would be copied through as column names
+        raise ValueError(f"cannot read {label} as {fmt.upper()}: the header line contains a carriage return "
+                         "outside quotes (CR-only line breaks?); records must end with LF or CRLF")
     bounds = [start, *(int(d) for d in delims), end]
     names = []
     try:
