@@ -487,6 +487,27 @@ def test_estimate_robust_intervals_hold_the_plain_ones(d, capsys):
     assert rc == 0 and "assuming the distribution is as smooth; for heaped or rounded values add --robust" in out
 
 
+def test_estimate_says_which_mean_is_which_and_calls_only_regularized_estimates_so(d, capsys):
+    rep = _reports(d)
+    base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]
+    rc, out, err = run(capsys, *base, "--method", "inversion", "-o", d / "i.csv")
+    assert rc == 0, err
+    # two estimators of the mean, each named: the mean line's and the table's
+    assert "the 'mean' of the derived statistics below is the distribution estimate's (inversion)" in out
+    assert "regularized" not in out  # inversion is unbiased least squares, not a regularized estimate
+    rc, out, err = run(capsys, *base, "--method", "em", "-o", d / "m.csv")
+    assert rc == 0 and "add --robust" not in out
+
+
+def test_estimate_refuses_two_inputs_from_standard_input(d, capsys):
+    rep = _reports(d)
+    msg = one_error(capsys, "estimate", "-", "-m", d / "mech.json", "-c", "y", "-o", d / "e.csv", "--domain", "0:9",
+                    "--plot", d / "p.png", "--truth", "-")
+    assert "the input and --truth both read standard input ('-'); give all but one as a file" in msg
+    assert not (d / "e.csv").exists() and not (d / "p.png").exists()
+    del rep
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["--robust", "--bootstrap", "0"], "--robust widens the bootstrap intervals, and --bootstrap 0 turns them off"),
     (["--quantiles", "0.5,2"], "--quantiles must be comma-separated numbers in (0, 1)"),

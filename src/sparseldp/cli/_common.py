@@ -115,9 +115,12 @@ def check_distinct_paths(reads: dict, writes: dict) -> None:
     """Refuse an output that is one of the command's inputs or another of its outputs.
 
     ``reads`` and ``writes`` map a label (``"--mechanism"``, ``"-o"``) to a
-    path or ``None``; ``-`` (standard input/output) is never a file.  Checked
-    before any work, through links (``os.path.samefile``).
+    path or ``None``; ``-`` (standard input/output) is never a file, and at most one
+    input may be ``-``.  Checked before any work, through links (``os.path.samefile``).
     """
+    stdin = [k for k, v in reads.items() if v is not None and is_stdio(v)]
+    if len(stdin) > 1:
+        raise ValueError(f"{' and '.join(stdin)} both read standard input ('-'); give all but one as a file")
     reads = {k: Path(v) for k, v in reads.items() if v is not None and not is_stdio(v)}
     writes = {k: Path(v) for k, v in writes.items() if v is not None and not is_stdio(v)}
     for wlabel, wpath in writes.items():

@@ -110,6 +110,13 @@ __all__ = ["estimate_command"]
 
 
 #: Output formats of the estimate table, by extension.
+# What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
+_MEAN_METHODS = {
+    "report-mean": "the mean of the reports themselves (unbiased: the window is centred on the true value)",
+    "em-fisher": "the MLE's mean with a Fisher-information standard error (clipped windows bias the reports)",
+    "em-range-bound": "the MLE's mean with the worst-case standard error (hi - lo)/2",
+    "one-value-domain": "the domain's only value",
+}
 _TABLE_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet"}
 
 
@@ -165,7 +172,9 @@ def estimate_command(
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,
-    confidence: Annotated[float, typer.Option("--confidence", help="Level of the mean's interval.")] = 0.95,
+    confidence: Annotated[float, typer.Option(
+        "--confidence", help="Level of every interval: the mean's line, the table, the ci columns of -o and "
+                             "the plot's band.")] = 0.95,
     tol: Annotated[Optional[float], typer.Option(
         "--tol", help="em: stop within this many nats of the maximum (default 1e-2); ems: at this estimated "
                       "total-variation distance to the fixed point (default 1e-8).", show_default=False)] = None,
@@ -290,8 +299,9 @@ def estimate_command(
             mean_tol = 1e-2 if (tol is None or method == "ems") else tol
             mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol,
                                  max_iter=max_iter) if rc.n >= 2 else None
-        regularized = est.method != "em" and est.regularization != "em mle"
-        widened = robust and regularized  # --robust adds the MLE's intervals (a no-op for an MLE)
+        mle = est.method == "em" or est.regularization == "em mle"
+        regularized = est.method == "ems" or (est.method == "auto" and not mle)  # (inversion is not)
+        widened = robust and not mle  # --robust adds the MLE's intervals (a no-op for an MLE)
         also = " and the MLE's fit and refits (--robust)" if widened else ""
         with stage(f"bootstrap: {boot} refits ({est.regularization or est.method}){also}" if boot else "statistics"):
             stats_rows, per_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
@@ -371,6 +381,9 @@ def estimate_command(
             say("  the papers' unbiased estimator: the mean of the per-report estimates x^(y), CLT interval from "
                 "their sample variance; the 'mean' of the derived statistics below is the distribution "
                 f"estimate's ({est.method})")
+        else:  # two estimators of the mean: say which is which
+            say(f"  {_MEAN_METHODS.get(mean.method, mean.method)}; the 'mean' of the derived statistics below "
+                f"is the distribution estimate's ({est.regularization or est.method})")
     if est.method == "em":
         say(f"EM: {est.iterations} steps"
             + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")
