@@ -5,6 +5,16 @@ into place, so a reader sees either the old file or the complete new one, and
 a failure leaves nothing behind.  Errors are ``ValueError`` naming the path,
 which the CLI turns into one line on stderr and exit status 2.
 
+Only a regular file (or a path where none exists yet) can be an output: an
+existing directory, character or block device, FIFO or socket is refused
+before any work (:func:`check_output_path`), since the rename would replace
+it by a regular file (``-o /dev/null`` run as root replaced the device).  A
+symbolic link is followed (:func:`os.path.realpath`) and its final target is
+the file replaced, with the temporary file in the target's directory, so the
+link stays a link; a dangling link whose target directory exists gets its
+target created.  The checks apply to the resolved target, and are repeated
+just before the rename.
+
 Temporary files are named ``.<name>.sparseldp-<pid>-<random>.tmp`` beside the
 target.  A run that is killed outright (``SIGKILL``, a power cut) cannot
 remove its temporary file; the next write to the same target removes every
@@ -18,10 +28,11 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 __all__ = ["atomic_write", "atomic_write_all", "ensure_directory", "open_temp", "temp_name", "clean_stale",
-           "check_output_path", "same_file"]
+           "check_output_path", "recheck_output_path", "same_file"]
 
 _TAG = "sparseldp"
 
@@ -42,15 +53,68 @@ def _parent(path: Path) -> Path:
     return path.parent if str(path.parent) else Path(".")
 
 
+#: What an existing output path may not be (the rename would replace it by a regular file).
+_SPECIAL = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+_NOT_REGULAR = ("not a regular file: an output is written to a temporary file that is then renamed over "
+                "its path, which would replace it; name a regular file (commands that can write to standard "
+                "output take '-')")
+
+
+def _kind(path, follow: bool) -> str | None:
+    """What ``path`` is when it is a directory, a device, a FIFO or a socket; ``None`` otherwise."""
+    try:
+        mode = (os.stat(path) if follow else os.lstat(path)).st_mode
+    except (OSError, ValueError):  # missing (or unreadable): the directory check below speaks
+        return None
+    for test, name in _SPECIAL:
+        if test(mode):
+            return name
+    return None
+
+
 def check_output_path(path, what: str = "output") -> Path:
-    """Refuse, before any work, an output whose directory is missing or which is a directory."""
+    """Refuse, before any work, an output that cannot be replaced by a regular file; return the file to replace.
+
+    Refused (``ValueError`` naming the path and what it is): a missing
+    directory, and an existing directory, character or block device, FIFO
+    or socket, directly or through symbolic links.  A symbolic link is
+    resolved with :func:`os.path.realpath` and the checks apply to its final
+    target, which is returned: the file to write (temporary file in its
+    directory) and replace, so the link itself stays a link.  A dangling
+    link is fine when its target's directory exists (the target is created).
+    Otherwise ``path`` itself is returned.  ``-`` is not special here: the
+    callers handle standard output before calling this.
+    """
     path = Path(path)
-    parent = _parent(path)
+    shown = str(path)
+    target, via = path, ""
+    if os.path.islink(path):
+        target = Path(os.path.realpath(path))
+        if os.path.islink(target):  # realpath stops inside a loop of links
+            raise ValueError(f"cannot write {what} {shown!r}: it is a symbolic link that loops "
+                             "(too many levels of symbolic links)")
+        via = f"a symbolic link to {str(target)!r}, "
+    # os.stat follows links realpath cannot name (/dev/stdout -> /proc/self/fd/1 -> pipe:[...]).
+    kind = _kind(path, follow=True) or _kind(target, follow=False)
+    if kind == "a directory":
+        raise ValueError(f"cannot write {what} {shown!r}: it is {via}{kind}")
+    if kind is not None:
+        raise ValueError(f"cannot write {what} {shown!r}: it is {via}{kind}, {_NOT_REGULAR}")
+    parent = _parent(target)
     if not parent.is_dir():
-        raise ValueError(f"cannot write {what} {str(path)!r}: directory {str(parent)!r} does not exist")
-    if path.is_dir():
-        raise ValueError(f"cannot write {what} {str(path)!r}: it is a directory")
-    return path
+        if via:
+            raise ValueError(f"cannot write {what} {shown!r}: it is {via}whose directory {str(parent)!r} "
+                             "does not exist")
+        raise ValueError(f"cannot write {what} {shown!r}: directory {str(parent)!r} does not exist")
+    return target
+
+
+def recheck_output_path(path, target: Path, what: str = "output") -> None:
+    """Just before the rename: ``path`` still resolves to ``target``, and that is still no special file."""
+    if check_output_path(path, what) != target:
+        raise ValueError(f"cannot write {what} {str(path)!r}: the path changed while the output was being "
+                         "written (it now leads elsewhere); nothing was written")
 
 
 def same_file(a, b) -> bool:
@@ -153,7 +217,9 @@ def remove_live_temps() -> None:
 def atomic_write_all(files: dict) -> list[Path]:
     """Write several ``path -> bytes | str`` files all or nothing.
 
-    Every file goes to a temporary file in its target directory first; only
+    Every path is checked first (:func:`check_output_path`: no directory,
+    device, FIFO or socket; a symbolic link's final target is what is
+    written).  Every file goes to a temporary file in its target directory; only
     when all are written are they renamed into place, so a failure to create or
     fill any of them (missing or unwritable directory, disk full, an
     interruption) leaves no new file behind.  Only a failing rename, after an
@@ -164,24 +230,27 @@ def atomic_write_all(files: dict) -> list[Path]:
     done = []
     try:
         for path, data in files.items():
-            path = check_output_path(path, "output")
+            path = Path(path)
+            target = check_output_path(path, "output")  # the link's target for a symbolic link
             if isinstance(data, str):
                 data = data.encode("utf-8")
-            fd, tmp = open_temp(path)
-            staged.append((tmp, path))
+            fd, tmp = open_temp(target)
+            staged.append((tmp, path, target))
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)
             except OSError as exc:
                 raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-        for tmp, path in staged:
+        for _, path, target in staged:
+            recheck_output_path(path, target, "output")
+        for tmp, path, target in staged:
             try:
-                os.replace(tmp, path)
+                os.replace(tmp, target)
             except OSError as exc:
                 raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
             done.append(path)
     finally:
-        for tmp, _ in staged:
+        for tmp, _, _ in staged:
             if tmp.exists():
                 tmp.unlink()
     return done

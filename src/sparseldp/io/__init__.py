@@ -28,12 +28,18 @@ Standard input and output
     ``"-"`` (:data:`STDIO`) as an input reads CSV or TSV from
     ``sys.stdin.buffer`` (``format`` defaults to ``"csv"``); as
     :func:`privatize_file`'s output it writes to ``sys.stdout.buffer``.
-    Parquet needs a seekable file and is refused on either stream.  Written to
-    standard output, rows go out batch by batch: on an error the rows written
-    so far *are already out* and only the exception (the CLI's exit status)
-    says the output is incomplete.  The input may also be a FIFO or a
-    character device; it is read like standard input (progress fractions are
-    then ``None``: the size is unknown).
+    Parquet needs a seekable file and is refused on either stream.  Output
+    for standard output is held in an anonymous temporary file in the
+    system's temporary directory (:func:`tempfile.gettempdir`, so ``TMPDIR``
+    needs room for the privatized copy) and copied to standard output only
+    after the whole input succeeded: on an error, ``KeyboardInterrupt``
+    included, nothing is written to standard output and the temporary file
+    is removed.  The input may also be a FIFO or a character device; it is
+    read like standard input (progress fractions are then ``None``: the size
+    is unknown).  As an *output*, a FIFO, a device, a socket or a directory
+    is refused before any work (the atomic rename would replace it by a
+    regular file; use ``"-"`` for standard output), and a symbolic link is
+    followed: its final target is the file replaced, and the link stays.
 
 Formats
     ``format`` is ``"csv"``, ``"tsv"`` or ``"parquet"``; ``None`` infers it
@@ -44,6 +50,11 @@ Formats
     header.  The parser is vectorized numpy on byte blocks: a line break or
     separator is structural iff an even number of quotes precedes it in the
     block (blocks always start at a record boundary, where the count is even).
+    Quoting is strict: a quote that does not enclose a whole field (``5 ft
+    10"`` unquoted, text after a closing quote) is refused with its line
+    number, since counting it would merge rows and carry a target value
+    through as text; so is a header line with a bare CR (CR-only line
+    breaks).  Everything Python's :mod:`csv` module writes is accepted.
 
 Blank lines
     In a file of *one* column a blank line after the header is a record whose

@@ -7,7 +7,6 @@ writer and, for :func:`privatize_file`, the output path.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -15,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._files import check_output_path
 from .._rng import as_bit_source
 from .._validation import check_int
 from .batch import _Batch, _fail_value
 from .csvio import _iter_csv, _privatize_csv, _Tally
-from .output import _check_output, _stdout_for, _write_atomically
+from .output import _check_output, _stdout_for, _write_atomically, _write_stdout
 from .parquet import _iter_parquet, _open_parquet, _privatize_parquet
 from .sources import (
     DEFAULT_BATCH_SIZE,
@@ -238,10 +238,13 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
         less the umask) and never exists partially: on any error, including
         ``KeyboardInterrupt``, nothing is left behind and a pre-existing
         ``output`` is untouched; stale temporary files of killed runs are
-        removed first.  ``"-"`` writes CSV/TSV to standard output batch by
-        batch: there is no temporary file, and on an error the rows written so
-        far are already out (the raised exception, the CLI's exit status, says
-        the output is incomplete).
+        removed first.  An existing directory, device, FIFO or socket is
+        refused before anything is read; a symbolic link is followed and its
+        final target replaced (the link stays).  ``"-"`` writes CSV/TSV to
+        standard output: the rows are held in an anonymous temporary file in
+        the system's temporary directory and copied to standard output only
+        after the whole input succeeded, so on an error nothing is written
+        there (the temporary file is removed in every case).
     mechanism : Spec, path to a spec (JSON), or a mechanism object
         A :class:`sparseldp.spec.Spec` samples from ``Spec.sampler_target()``
         and checks inputs against ``Spec.domain`` (``None``: any integer);
@@ -281,7 +284,8 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
         repeated column, an unreadable or malformed input, a CSV record over
         :data:`MAX_RECORD_BYTES` or a header over :data:`MAX_HEADER_BYTES`,
         Parquet on standard input or output, a bad spec, ``output`` equal to
-        ``input``, or an unwritable output.
+        ``input``, an ``output`` that is a directory, device, FIFO or socket,
+        or an unwritable output.
     TypeError
         Arguments of the wrong type, or both or neither of ``columns`` and
         ``column``.
@@ -294,6 +298,8 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be None or a callable(rows_done, fraction_done); got {progress!r}")
+    if not out_stdio:
+        check_output_path(output_path, "output")  # a directory, device, FIFO or socket: before opening the input
     tally = _Tally()
     with _open_input(input) as src:
         fmt = detect_format(input, format)
@@ -313,16 +319,8 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
                 return _privatize_parquet(src, fh, target, names, rng, batch_size, progress, tally)
             return _privatize_csv(src, fh, target, names, rng, batch_size, progress, fmt, tally)
 
-        if out_stdio:  # no temporary file: on an error the rows written so far are out
-            out = _stdout_for(src)
-            try:
-                rows = write(out)
-                out.flush()
-            except OSError as exc:
-                raise ValueError(f"cannot write output '-' (standard output): {exc.strerror or exc}") from None
-            finally:
-                with contextlib.suppress(OSError, ValueError):  # a closed or broken pipe: already reported
-                    out.flush()
+        if out_stdio:  # buffered in a temporary file, copied out only after the last row succeeded
+            rows = _write_stdout(_stdout_for(src), write)
         else:
             _check_output(src, output_path, fmt)
             rows = _write_atomically(output_path, write)
