@@ -148,6 +148,16 @@ def test_a_vacuous_guarantee_is_refused(d, capsys):
                                            "-o", d / "o.csv")
 
 
+def test_a_weak_guarantee_warns(d, capsys):
+    # lam = 30, s = 3: nearly every report is the input itself (delta just below 1): used, but said so
+    (d / "weak.json").write_text(json.dumps({"family": "laplace", "lam": 30, "s": 3, "eps": 1.0, "H": 1}))
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "weak.json", "-c", "a", "-o", d / "o.csv")
+    assert rc == 0 and "is a weak guarantee: a report may give its input away" in err
+    (d / "strong.json").write_text(json.dumps({"family": "laplace", "lam": 0.2, "s": 137, "eps": 1.0, "H": 5}))
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "strong.json", "-c", "a", "-o", d / "o2.csv")
+    assert rc == 0 and "weak guarantee" not in err
+
+
 def test_a_spec_without_target_warns(d, capsys):
     (d / "nt.json").write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7}))
     rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "nt.json", "-c", "a", "-o", d / "o.csv")

@@ -24,7 +24,8 @@ other field).  Memory stays bounded whatever the file size.
   bound on the delta of what is actually drawn) when it costs at most
   :data:`CERTIFY_BUDGET` operations, else the mechanism's recomputed bound.
   A mechanism whose guarantee is vacuous (delta = 1 at the spec's target) is
-  refused: it would publish the raw values.
+  refused: it would publish the raw values; one with delta of at least
+  :data:`WEAK_DELTA` is used with a warning.
 * Randomness comes from the operating system's secure source.  ``--seed N``
   switches to a seeded generator for reproducible *simulation*; a warning is
   printed after the run: anyone who knows the seed can recompute the noise.
@@ -58,6 +59,9 @@ __all__ = ["privatize_command", "SEED_WARNING", "CERTIFY_BUDGET", "MAX_BATCH", "
 #: Printed on stderr (after the run) whenever ``--seed`` is given.
 SEED_WARNING = ("--seed makes the noise reproducible by anyone who knows the seed: "
                 "simulation only, not for production (omit --seed to use the OS's secure source)")
+
+#: A guarantee with delta at least this (and below 1, which is refused) is privatized with a warning.
+WEAK_DELTA = 0.01
 
 #: Work (pairs x window entries) up to which the realized sampler is certified before privatizing.
 CERTIFY_BUDGET = 20_000_000
@@ -239,5 +243,9 @@ def privatize_command(
     if guarantee is None:
         warn(f"the spec {str(mechanism)!r} records no target (eps, H), so no guarantee was certified; "
              "write specs with `sparseldp design -o` or add \"eps\" and \"H\"")
+    if guarantee is not None and WEAK_DELTA <= guarantee.delta < 1.0:
+        warn(f"delta <= {guarantee.delta:.3g} at eps = {guarantee.eps:g} is a weak guarantee: a report may give "
+             f"its input away with probability up to delta (targets are usually 1e-6 or below; see "
+             "`sparseldp design`)")
     if seed is not None:
         warn(SEED_WARNING)
