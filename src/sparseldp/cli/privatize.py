@@ -155,7 +155,8 @@ def privatize_command(
     columns: Annotated[Optional[str], typer.Option(
         "--columns", help="Comma-separated integer columns to privatize.", show_default=False)] = None,
     seed: Annotated[Optional[int], typer.Option(
-        "--seed", help="Seeded randomness for reproducible simulation. NOT for production.")] = None,
+        "--seed", help="Seeded randomness for reproducible simulation (the same output for the same seed, "
+                       "input and --batch-size). NOT for production.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help=f"Rows per batch (1..{MAX_BATCH}).")] = _DEFAULT_BATCH,
     format: Annotated[Optional[str], typer.Option(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
