@@ -1,6 +1,7 @@
 """Each identity of the paper holds and each bound bounds (hypothesis)."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -38,12 +39,23 @@ def test_theorem5_identity_and_bound(H, extra, lam_frac, eps):
     assert ds <= tight * (1 + 1e-12) <= loose * (1 + 1e-12)
 
 
-@given(H=st.integers(1, 10), eps=st.floats(0.05, 3), delta=st.floats(1e-12, 0.5))
+@given(H=st.integers(1, 20), eps=st.floats(0.05, 10), delta=st.floats(1e-300, 0.5))
 def test_corollary2_is_sufficient_and_not_below_exact(H, eps, delta):
+    # down to delta = 1e-300: below 1e-16 a default lam = eps / H that rounds up (lam H > eps by 1e-17 eps)
+    # left an overlap excess no support removes, and the s returned was not sufficient
     s = bounds.laplace_sufficient_support(eps=eps, delta=delta, H=H)
-    lam = eps / H
+    lam = bounds._largest_lam(eps, H)
+    assert Fraction(lam) * H <= Fraction(eps) and lam >= eps / H * (1 - 1e-15)
     assert SparseLaplace(lam=lam, s=s).delta_star(eps, H) <= delta
     assert smallest_support("laplace", eps=eps, delta=delta, H=H, lam=lam) <= s
+
+
+def test_corollary2_at_a_rounded_up_lam():
+    s = bounds.laplace_sufficient_support(eps=1.0, delta=1e-18, H=10)  # 1.0 / 10 rounds up
+    assert SparseLaplace(lam=bounds._largest_lam(1.0, 10), s=s).delta_star(1.0, 10) <= 1e-18
+    with pytest.raises(ValueError, match=r"Corollary 2 needs lam \* H <= eps exactly; got lam = 0.1, "):
+        bounds.laplace_sufficient_support(eps=1.0, delta=1e-6, H=10, lam=0.1)
+    assert bounds.laplace_sufficient_support(eps=1, delta=1e-320, H=2) > 0  # H / delta overflowed
 
 
 @given(H=st.integers(1, 8), t_extra=st.integers(0, 20), sigma=st.floats(0.5, 20), eps_extra=st.floats(0, 2))

@@ -203,7 +203,8 @@ class TestBattery:
             assert not case.is_pure_ldp(1e300, H)
         else:
             assert got == pytest.approx(want, rel=1e-12, abs=1e-13)
-            assert case.is_pure_ldp(got, H)
+            assert case.is_pure_ldp(case.pure_epsilon_upper(H), H)  # a certificate: at the upper bound
+            assert case.is_pure_ldp(got, H, rtol=1e-12)  # the nearest value, with a tolerance opted into
             assert not case.is_pure_ldp(got * 0.999, H) or got == 0.0
             # pure eps-LDP means (eps, 0)-LDP
             assert case.delta_star(got * (1 + 1e-9) + 1e-12, H) <= 1e-12
@@ -659,3 +660,12 @@ def test_worst_pair_from_the_fast_bounds_peak_row(make, H, monkeypatch):
         assert brute_pair(P, row[x], row[xp], eps) == pytest.approx(exact, abs=1e-14)
         assert res.support_leakage + res.overlap == pytest.approx(res.delta, abs=1e-14)
     assert used >= 1  # the shortcut was taken at least once (eps at or above the pure epsilon: defect 0)
+
+
+def test_is_pure_ldp_is_a_certificate():
+    # the exact pure epsilon is 1 + 4e-13 > 1: not certified at eps = 1 (a 1e-12 tolerance passed it),
+    # as is_ldp(1, 0) already said
+    a = 1 + 4e-13
+    ch = SparseChannel([[math.exp(a), 1], [1, math.exp(a)]])
+    assert not ch.is_pure_ldp(1.0) and not ch.is_ldp(1.0, 0.0)
+    assert ch.is_pure_ldp(ch.pure_epsilon_upper()) and ch.is_pure_ldp(1.0, rtol=1e-12)

@@ -266,10 +266,17 @@ def test_H_cap_is_named(call):
 
 
 def test_gaussian_support_cap_names_the_size_needed():
-    with pytest.raises(InfeasibleError, match=r"needs s = \d+, above the gaussian family's cap s <= 8388609"):
+    with pytest.raises(InfeasibleError, match=r"needs about s = \d+, above the gaussian family's cap s <= 8388609"):
         design("gaussian", eps=0.05, delta=1e-15, H=10_000)
-    with pytest.raises(InfeasibleError, match=r"needs s = \d+, above the gaussian family's cap"):
+    with pytest.raises(InfeasibleError, match=r"needs about s = \d+, above the gaussian family's cap"):
         smallest_support("gaussian", eps=1.0, delta=1e-9, H=1, sigma=1e7)
+    # a delta below the absolute slack of the nearest values: the size named was 9462275, where delta_star
+    # is 1.1e-11 (an independent 80-digit reference: 73579035 is the smallest)
+    with pytest.raises(InfeasibleError, match=r"needs about s = 73579035, above"):
+        smallest_support("gaussian", eps=1000, delta=1e-300, H=2, sigma=1e6)
+    # a limit of 1.4e-87 > 1e-300: proven infeasible (it named s = 8388611 before)
+    with pytest.raises(InfeasibleError, match=r"its limit as s -> infinity is at least 1.38\d*e-87 > delta"):
+        smallest_support("gaussian", eps=1000, delta=1e-300, H=2, sigma=0.05)
 
 
 # -- the joint optimum against a brute-force grid ----------------------------------------

@@ -191,7 +191,13 @@ class _ChannelPrivacy(_ChannelStore):
         H = _check_H(H)
         return _pure_epsilon(self, H)
 
-    def is_pure_ldp(self, eps, H=None, *, rtol: float = 1e-12) -> bool:
-        """``pure_epsilon(H) <= eps (1 + rtol)``: the tolerance absorbs rounding of the log ratios."""
+    def is_pure_ldp(self, eps, H=None, *, rtol: float = 0.0) -> bool:
+        """Whether pure ``eps``-LDP on range ``H`` is certified: :meth:`pure_epsilon_upper` ``<= eps (1 + rtol)``.
+
+        With the default ``rtol = 0`` a certificate, as :meth:`is_ldp` (never ``True`` when the exact
+        pure epsilon exceeds ``eps``).  A positive ``rtol`` is a tolerance the caller opts into, not a
+        certificate (before 2026-11-28 the default was ``1e-12`` on the nearest value, and a channel
+        whose exact pure epsilon was ``1 + 4e-13`` passed at ``eps = 1``)."""
         eps = check_nonnegative(eps, "eps", allow_inf=True)
-        return bool(self.pure_epsilon(H) <= eps * (1.0 + rtol))
+        rtol = check_nonnegative(rtol, "rtol")
+        return bool(self.pure_epsilon_upper(H) <= eps * (1.0 + rtol))

@@ -25,6 +25,7 @@ number that would not be a bound.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -158,11 +159,26 @@ def laplace_sufficient_support(*, eps, delta, H, lam=None) -> int:
     H = check_int(H, "H", minimum=1)
     if delta <= 0:
         raise ValueError("delta must be > 0 for Corollary 2; got 0")
-    lam = eps / H if lam is None else check_positive(lam, "lam")
-    if lam * H > eps * (1 + 1e-15):
-        raise ValueError(f"Corollary 2 needs lam * H <= eps; got lam * H = {lam * H:g} > eps = {eps:g}")
-    need = 2 * H - 1 + (2.0 / lam) * math.log(H / delta)
-    return _odd_ceil(max(need, 2 * H + 1))
+    if lam is None:
+        lam = _largest_lam(eps, H)
+    else:
+        lam = check_positive(lam, "lam")
+        if Fraction(lam) * H > Fraction(eps):  # exactly: an excess of 1e-17 eps is an overlap no s removes
+            raise ValueError(f"Corollary 2 needs lam * H <= eps exactly; got lam = {lam!r}, lam * H - eps = "
+                             f"{float(Fraction(lam) * H - Fraction(eps)):.3g} > 0 (the largest lam allowed is "
+                             f"{_largest_lam(eps, H)!r})")
+    # the logarithm of a ratio that can overflow, and a last relative margin for the rounding of the sum
+    need = 2 * H - 1 + (2.0 / lam) * (math.log(H) - math.log(delta))
+    return _odd_ceil(max(need * (1 + 1e-12), 2 * H + 1))
+
+
+def _largest_lam(eps: float, H: int) -> float:
+    """The largest double ``lam`` with ``lam * H <= eps`` exactly (``eps / H`` rounds up about a third of the
+    time; an ``lam H`` above ``eps`` leaves an overlap excess, Proposition 1, that no support removes)."""
+    lam = eps / H
+    while lam > 0 and Fraction(lam) * H > Fraction(eps):
+        lam = math.nextafter(lam, 0.0)
+    return lam
 
 
 def kappa(h, *, eps, sigma):

@@ -160,7 +160,8 @@ def _slack(delta: float, eps: float) -> float:
 
 
 def _cap_error(fam: Family, t_needed, what: str) -> InfeasibleError:
-    need = "an s above" if t_needed is None else f"s = {2 * int(t_needed) + 1}, above"
+    # t_needed past the cap comes from the nearest closed forms (not certified): "about"
+    need = "an s above" if t_needed is None else f"about s = {2 * int(t_needed) + 1}, above"
     return InfeasibleError(
         f"{what} needs {need} the {fam.name} family's cap s <= {fam.max_s} (the largest support its exact "
         f"accounting accepts): no {fam.name} mechanism within the cap meets the target")

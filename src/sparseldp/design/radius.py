@@ -169,17 +169,19 @@ def _smallest_radius(fam: Family, param, eps, H, delta) -> int:
         return 0
     S = fam.search
     slack = _slack(delta, eps)
-    what = f"delta = {delta:g} with {fam.param} = {param:g} (eps = {eps:g}, H = {H})"
+    what = f"delta = {delta!r} with {fam.param} = {param:g} (eps = {eps:g}, H = {H})"
 
     def feasible(t):
         v = math.exp(S.log_delta(param, t, eps, H))
+        if t > fam.max_t:  # past the cap only the size needed is wanted, for the message: the nearest value
+            return v <= delta  # (the absolute slack below exceeds a tiny delta: it named sizes far too small)
         if v > delta + slack:
             return False
-        if v < delta - slack or t > fam.max_t:  # past the cap only the size needed is wanted
+        if v < delta - slack:
             return True
         return _certified(fam, param, t, eps, H, delta) <= delta
 
-    if math.exp(S.log_delta(param, math.inf, eps, H)) > delta + slack:
+    if math.exp(S.log_delta(param, math.inf, eps, H)) > delta:  # raises only with a rigorous proof
         _prove_limit_infeasible(fam, param, eps, H, delta)
     lo = hi = (H + 1) // 2  # smallest t with 2t >= H (Theorem 4: below it delta_H = 1)
     if not feasible(hi):
@@ -224,9 +226,9 @@ def _prove_limit_infeasible(fam: Family, param, eps, H, delta) -> None:
     bound = _limit_lower_bound(fam, param, t, eps, H)
     if bound > delta:
         raise InfeasibleError(
-            f"no odd support size s meets delta = {delta:g} for the {fam.name} family with "
+            f"no odd support size s meets delta = {delta!r} for the {fam.name} family with "
             f"{fam.param} = {param:g}, eps = {eps:g}, H = {H}: delta_star is nonincreasing in s "
-            f"and its limit as s -> infinity is at least {bound:.6g} > delta")
+            f"and its limit as s -> infinity is at least {bound!r} > delta")  # repr: exact, not rounded up
 
 
 def smallest_support(family, *, eps, delta, H, param=None, lam=None, sigma=None) -> int:
