@@ -161,8 +161,10 @@ class RadiusMechanism:
 
         Rounded to nearest, not a bound: each field may lie slightly *below* or
         above the exact value (measured: within ``1.3e-15`` absolute, plus about
-        ``1e-17 eps`` for the Gaussian family with very large ``eps``; see
-        :mod:`sparseldp.core.accounting`).  Certify with :meth:`delta_h_upper` /
+        ``1e-17 eps`` for the Gaussian family with very large ``eps``, and
+        about ``1e-16 eps w`` for Laplace far out, where the excess set's
+        boundary is decided in floating point: a relative ``2e-4`` at ``eps``
+        near ``10^13``; README; see :mod:`sparseldp.core.accounting`).  Certify with :meth:`delta_h_upper` /
         :meth:`delta_star_upper`.
         """
         k, e1, h1 = self._scalar_kernel, _scalar_eps(eps), _scalar_int(h, 0)
