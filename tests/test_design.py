@@ -294,3 +294,14 @@ def test_joint_design_beats_a_brute_grid(family, eps, delta, H):
         for p in params:
             if brute.delta(family, float(p), 2 * t + 1, eps, H) <= delta - 1e-13:  # Lemma 2: h = H is the worst
                 assert brute.moments(family, float(p), 2 * t + 1)[1] >= d.r2 * (1 - 1e-9), (t, p)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: design("gaussian", eps=1e300, delta=1e-6, H=5),  # ZeroDivisionError before
+    lambda: design("gaussian", eps=1e100, delta=1e-6, H=5),  # an uncertifiable design (RuntimeError) before
+    lambda: design_finite("gaussian", eps=1e100, delta=1e-6, H=2, domain=(0, 9)),
+])
+def test_eps_beyond_the_gaussian_design_cap_is_named(call):
+    with pytest.raises(ValueError, match=r"eps must be a real number in \[0, 1e\+50\] for a gaussian design "
+                                         r"\(sigma would underflow beyond\)"):
+        call()

@@ -131,8 +131,19 @@ class Design:
 # ---------------------------------------------------------------------------
 # target checks and shared pieces
 # ---------------------------------------------------------------------------
-def _validate_target(eps, delta, H, fam: Family):
+def check_design_eps(eps, fam: Family | None) -> float:
+    """``eps >= 0``, and at most the family's ``search.max_eps`` (Gaussian: beyond ``1e50`` the
+    designer's ``sigma`` underflows; it raised ZeroDivisionError, and an uncertifiable design from about
+    ``eps = 1e100``; the Laplace designer works up to the largest doubles)."""
     eps = check_nonnegative(eps, "eps")
+    if fam is not None and eps > fam.search.max_eps:
+        raise ValueError(f"eps must be a real number in [0, {fam.search.max_eps:g}] for a {fam.name} design "
+                         f"({fam.param} would underflow beyond); got {eps!r}")
+    return eps
+
+
+def _validate_target(eps, delta, H, fam: Family):
+    eps = check_design_eps(eps, fam)
     delta = check_probability(delta, "delta")
     H = check_int(H, "H", minimum=1)
     if H > 2 * fam.max_t:  # Theorem 4: s >= H + 1 is necessary

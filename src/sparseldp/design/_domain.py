@@ -14,18 +14,18 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_int, check_nonnegative, check_probability
+from .._validation import check_int, check_probability
 from ..core.accounting import _near_margin
-from ._common import Design
+from ._common import Design, check_design_eps
 from ..core.families import Family
 from ..channel import check_domain, check_entries
 
 _GRID = 24
 
 
-def _check_target(eps, delta, H, domain):
+def _check_target(eps, delta, H, domain, fam: Family | None = None):
 
-    eps = check_nonnegative(eps, "eps")
+    eps = check_design_eps(eps, fam)
     delta = check_probability(delta, "delta")
     H = check_int(H, "H", minimum=1)
     a, b = check_domain(domain)

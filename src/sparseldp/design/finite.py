@@ -212,7 +212,7 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
     """
 
     fam = get_family(family)
-    eps, delta, H, domain = _check_target(eps, delta, H, domain)
+    eps, delta, H, domain = _check_target(eps, delta, H, domain, fam)
     window = check_window(window)
     objective = check_objective(objective)
     a, b = domain

@@ -85,6 +85,9 @@ class DesignSearch:
         The parameter range searched on a finite domain of ``k`` values; beyond
         its ends the channel no longer changes in double precision for
         distortion purposes.
+    max_eps : float
+        The largest ``eps`` the designers take (Gaussian: ``1e50``; beyond it
+        ``sigma`` underflows and no design can be certified).  Default ``inf``.
     """
 
     bound: Callable[[float, float], float]
@@ -96,6 +99,7 @@ class DesignSearch:
     margin: float
     log_w: Callable
     finite_range: Callable[[int], tuple[float, float]]
+    max_eps: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -292,6 +296,7 @@ _GAUSSIAN_SEARCH = DesignSearch(
     margin=1e-10,
     log_w=lambda sigma, d: -(np.asarray(d, dtype=float) ** 2) / (2.0 * sigma * sigma),
     finite_range=lambda k: (0.05, 10.0 * (k + 1)),
+    max_eps=1e50,
 )
 
 FAMILIES: dict[str, Family] = {
