@@ -113,3 +113,13 @@ def test_bounds_refuse_when_hypotheses_fail():
         bounds.gaussian_clean_bound(eps=0.01, sigma=1, s=21, H=3)
     with pytest.raises(ValueError, match="delta"):
         bounds.laplace_sufficient_support(eps=1, delta=0, H=3)
+
+
+def test_gaussian_window_is_rounded_inwards_and_takes_a_tiny_delta():
+    # the upper end s <= H + 1 + 2 sigma^2 eps / H, checked exactly: a 1e-12 slack outwards admitted
+    # s just above it; here 2 sigma^2 eps / H is 18 up to rounding
+    for sigma in (math.sqrt(18.0), 3.0 * math.sqrt(2.0), 4.242640687119286):
+        lo, hi = bounds.gaussian_window(eps=10.0, delta=1e-3, sigma=sigma, H=2)
+        assert Fraction(hi - 3) * 2 <= 2 * Fraction(sigma) ** 2 * 10 and lo <= hi
+    m = bounds.gaussian_window(eps=1.0, delta=1e-320, H=2, sigma=30.0)  # H / delta overflowed (blamed sigma)
+    assert m is None or m[0] <= m[1]

@@ -257,15 +257,17 @@ def gaussian_window(*, eps, delta, sigma, H) -> tuple[int, int] | None:
     H = check_int(H, "H", minimum=1)
     if delta <= 0:
         raise ValueError("delta must be > 0 for Corollary 4; got 0")
-    lo_t = H - 1 + math.sqrt(2 * sigma * sigma * max(math.log(H / delta), 0.0))
+    lo_t = H - 1 + math.sqrt(2 * sigma * sigma * max(math.log(H) - math.log(delta), 0.0))  # H / delta overflows
     hi_t = H / 2 + (sigma * sigma * eps / H if eps > 0 else 0.0)  # never inf * 0
     if not (math.isfinite(lo_t) and math.isfinite(hi_t)):
         raise ValueError(
             f"sigma must be small enough for Corollary 4's window to be a finite double "
             f"(sigma^2 eps / H <= 1.8e308); got sigma = {sigma!r} with eps = {eps!r}, H = {H}"
         )
-    t_lo = max(math.ceil(lo_t - 1e-12), H)
-    t_hi = math.floor(hi_t + 1e-12)
+    # rounded inwards, past the few ulps of the log, sqrt and products (a sufficient window): the slack of
+    # 1e-12 the other way admitted an s just below the lower end, or just above the upper one
+    t_lo = max(math.ceil(lo_t * (1 + 1e-14)), H)
+    t_hi = math.floor(hi_t * (1 - 1e-14))
     if t_lo > t_hi:
         return None
     return 2 * t_lo + 1, 2 * t_hi + 1
