@@ -167,8 +167,8 @@ def test_parquet_null_and_float_and_bad_string(tmp_path, spec_path):
     out = tmp_path / "out.parquet"
     cases = [
         (pa.array([1, None, 3]), r"row 2: column 'age' is null"),
-        (pa.array([1.0, 2.5, 3.0]), r"row 1: column 'age' value '1\.0' is not an integer \(the column has type double"),
-        (pa.array(["1", "2", "x7"]), r"row 3: column 'age' value 'x7' is not an integer"),
+        (pa.array([1.0, 2.5, 3.0]), r"row 1: column 'age': the value is not an integer \(the column has type double"),
+        (pa.array(["1", "2", "x7"]), r"row 3: column 'age': the value is not an integer"),
     ]
     for col, message in cases:
         src = tmp_path / "in.parquet"
@@ -217,13 +217,14 @@ def test_seed_is_not_restarted_per_batch(tmp_path, spec_path):
     ("", r"is empty \(a missing value\)"),
     ("12345678901234567890", "is outside the supported integer range"),
 ])
-def test_non_integer_value_names_row_and_value_and_leaves_no_file(tmp_path, spec_path, bad, reason):
+def test_non_integer_value_names_row_not_value_and_leaves_no_file(tmp_path, spec_path, bad, reason):
     src = tmp_path / "in.csv"
     src.write_text(f"id,age\n1,10\n2,20\n3,{bad}\n4,40\n")
     before = _listing(tmp_path)
     out = tmp_path / "out.csv"
-    with pytest.raises(ValueError, match=rf"row 3 \(line 4\): column 'age' value {re.escape(repr(bad))} {reason}"):
+    with pytest.raises(ValueError, match=rf"row 3 \(line 4\): column 'age': the value {reason}") as info:
         sio.privatize_file(src, out, mechanism=spec_path, column="age", batch_size=2)
+    assert not bad.strip() or bad.strip() not in str(info.value)  # the raw value is not echoed
     assert _listing(tmp_path) == before  # no output, no temporary file
 
 
@@ -232,7 +233,7 @@ def test_bad_value_after_many_good_batches_and_preexisting_output_untouched(tmp_
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_text("age\n" + "".join(f"{i}\n" for i in range(150)) + "oops\n")
     out.write_text("keep me\n")
-    with pytest.raises(ValueError, match=r"row 151 \(line 152\): column 'age' value 'oops'"):
+    with pytest.raises(ValueError, match=r"row 151 \(line 152\): column 'age': the value is not an integer"):
         sio.privatize_file(src, out, mechanism=spec_path, column="age", batch_size=7)
     assert out.read_text() == "keep me\n"
     assert _listing(tmp_path) == {"in.csv", "out.csv", "mech.json"}
@@ -241,14 +242,14 @@ def test_bad_value_after_many_good_batches_and_preexisting_output_untouched(tmp_
 def test_line_number_counts_quoted_line_breaks(tmp_path, spec_path):
     src = tmp_path / "in.csv"
     src.write_text('note,age\n"two\nlines",1\n\nx,2.0\n')
-    with pytest.raises(ValueError, match=r"row 2 \(line 5\): column 'age' value '2\.0'"):
+    with pytest.raises(ValueError, match=r"row 2 \(line 5\): column 'age': the value is not an integer"):
         sio.privatize_file(src, tmp_path / "out.csv", mechanism=spec_path, column="age")
 
 
 def test_out_of_domain_value(tmp_path, domain_spec_path):
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_text("id,age\n1,10\n2,150\n3,-1\n")
-    with pytest.raises(ValueError, match=r"row 2 \(line 3\): column 'age' value '150' is outside the "
+    with pytest.raises(ValueError, match=r"row 2 \(line 3\): column 'age': the value is outside the "
                                          r"mechanism's domain \[0, 99\]"):
         sio.privatize_file(src, out, mechanism=domain_spec_path, column="age")
     assert not out.exists()
@@ -327,7 +328,7 @@ def test_iter_column_and_counts_csv_and_parquet(tmp_path, monkeypatch):
         offset, counts = sio.column_counts(path, "y", bounds=(-30, 40))
         assert offset == -30 and counts.size == 71 and counts.sum() == 500
         assert np.array_equal(counts[values.min() + 30 : values.max() + 31], expected)
-        with pytest.raises(ValueError, match=r"row \d+.*column 'y' value '-?\d+' is outside the allowed range \[0, 10\]"):
+        with pytest.raises(ValueError, match=r"row \d+.*column 'y': the value is outside the allowed range \[0, 10\]"):
             sio.column_counts(path, "y", bounds=(0, 10))
 
 
@@ -340,7 +341,7 @@ def test_column_counts_edge_cases(tmp_path):
     with pytest.raises(ValueError, match=r"row 2 \(line 3\).*more than 10000000 integers; pass bounds"):
         sio.column_counts(p, "y")
     p.write_text("y\n1\nx\n")
-    with pytest.raises(ValueError, match=r"row 2 \(line 3\): column 'y' value 'x' is not an integer"):
+    with pytest.raises(ValueError, match=r"row 2 \(line 3\): column 'y': the value is not an integer"):
         list(sio.iter_column(p, "y"))
 
 
@@ -460,9 +461,9 @@ def test_column_arguments(tmp_path, spec_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("a,b\n1,2\n3,x\n", r"row 2 \(line 3\): column 'b' value 'x' is not an integer"),
-    ("a,b\n1,2\n3,4\ny,5\n", r"row 3 \(line 4\): column 'a' value 'y' is not an integer"),
-    ("a,b\n1,2\n3,\nz,5\n", r"row 2 \(line 3\): column 'b' value '' is empty"),  # the first in file order
+    ("a,b\n1,2\n3,x\n", r"row 2 \(line 3\): column 'b': the value is not an integer"),
+    ("a,b\n1,2\n3,4\ny,5\n", r"row 3 \(line 4\): column 'a': the value is not an integer"),
+    ("a,b\n1,2\n3,\nz,5\n", r"row 2 \(line 3\): column 'b': the value is empty"),  # the first in file order
     ("a,b\n1,2\n3,4,\n", r"row 2 \(line 3\) has 3 fields, the header has 2"),
 ])
 def test_several_columns_errors_name_column_and_row(tmp_path, spec_path, text, message):
@@ -543,7 +544,7 @@ def test_stdout_error_midway_writes_nothing(spec_path, monkeypatch, tmp_path):
     src.write_text("id,age\n1,10\n2,20\n3,oops\n4,40\n")
     stdout = _Std()
     monkeypatch.setattr(sys, "stdout", stdout)
-    with pytest.raises(ValueError, match=r"row 3 \(line 4\): column 'age' value 'oops'"):
+    with pytest.raises(ValueError, match=r"row 3 \(line 4\): column 'age': the value is not an integer"):
         sio.privatize_file(src, "-", mechanism=spec_path, column="age", batch_size=1)
     assert stdout.buffer.getvalue() == b""
 
@@ -617,7 +618,7 @@ def test_dev_zero_stops_at_the_header_limit_fast():
 def test_blank_line_in_a_single_column_csv_is_a_missing_value(tmp_path, spec_path, eol):
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_text(eol.join(["", "age", "1", "", "2", ""]), newline="")  # a blank line before the header is fine
-    message = r"row 2 \(line 4\): column 'age' value '' is empty \(a missing value\)"
+    message = r"row 2 \(line 4\): column 'age': the value is empty \(a missing value\)"
     with pytest.raises(ValueError, match=message):
         sio.privatize_file(src, out, mechanism=spec_path, column="age")
     assert not out.exists()
@@ -730,15 +731,17 @@ def test_long_header_fields_and_header_limit(tmp_path):
         sio.column_counts(p, "age")
 
 
-def test_long_bad_value_is_previewed_not_copied(tmp_path):
+def test_long_bad_value_is_not_copied(tmp_path):
     p = tmp_path / "in.csv"
     p.write_text("id,age\n1," + "9" * 100_000 + "\n")
-    with pytest.raises(ValueError, match=r"row 1 \(line 2\): column 'age' value '9{37}\.\.\.' is outside the "
-                                         r"supported integer range"):
+    with pytest.raises(ValueError, match=r"row 1 \(line 2\): column 'age': the value is outside the "
+                                         r"supported integer range") as info:
         sio.column_counts(p, "age")
+    assert "999" not in str(info.value)  # not even a preview of the raw value
     p.write_text("id,age\n1," + "9" * 100_000 + "x\n")
-    with pytest.raises(ValueError, match=r"value '9{37}\.\.\.' is not an integer"):
+    with pytest.raises(ValueError, match=r"column 'age': the value is not an integer") as info:
         sio.column_counts(p, "age")
+    assert "999" not in str(info.value)
 
 
 def test_plural_and_size_text():
@@ -756,9 +759,9 @@ def test_bounds_reason_is_appended(tmp_path):
     p.write_text("y\n1\n74\n")
     reason = "the domain -70..70 widened by the mechanism's radius t = 3: every report it can produce"
     with pytest.raises(ValueError, match=re.escape(
-            f"row 2 (line 3): column 'y' value '74' is outside the allowed range [-73, 73] ({reason})")):
+            f"row 2 (line 3): column 'y': the value is outside the allowed range [-73, 73] ({reason})")):
         sio.column_counts(p, "y", bounds=(-73, 73), bounds_reason=reason)
-    with pytest.raises(ValueError, match=r"is outside the allowed range \[-73, 73\]$"):
+    with pytest.raises(ValueError, match=r"is outside the allowed range \[-73, 73\] \(the value itself is not shown\)$"):
         list(sio.iter_column(p, "y", bounds=(-73, 73)))
     with pytest.raises(TypeError, match="bounds_reason must be None or a string"):
         sio.column_counts(p, "y", bounds=(-73, 73), bounds_reason=3)
@@ -877,9 +880,9 @@ def test_cli_errors_exit_2_with_one_line_and_no_output(tmp_path, spec_path, doma
     out = tmp_path / "out.csv"
     base = ["privatize", "--mechanism", str(spec_path), "--column", "age"]
     cases = [
-        (base + [str(src), "-o", str(out)], r"row 2 \(line 3\): column 'age' value '12\.5' is not an integer"),
+        (base + [str(src), "-o", str(out)], r"row 2 \(line 3\): column 'age': the value is not an integer"),
         (["privatize", "--mechanism", str(domain_spec_path), "--column", "age", str(dom), "-o", str(out)],
-         r"row 2 \(line 3\): column 'age' value '100' is outside the mechanism's domain \[0, 99\]"),
+         r"row 2 \(line 3\): column 'age': the value is outside the mechanism's domain \[0, 99\]"),
         (["privatize", "--mechanism", str(spec_path), "--column", "nope", str(src), "-o", str(out)],
          r"column 'nope' not found"),
         (base + [str(tmp_path / "missing.csv"), "-o", str(out)], r"cannot read input"),

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "sparseldp"
 
 #: Layer of every module (lower layers never import higher ones).
 LAYERS = {
-    0: ["errors", "_validation", "_frozen", "_rng", "_files", "core.protocol"],
+    0: ["errors", "_validation", "_frozen", "_format", "_rng", "_files", "core.protocol"],
     1: ["core.kernels"],
     2: ["core.accounting", "core.bounds"],
     3: ["sampling"],

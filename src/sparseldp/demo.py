@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._format import format_upper
 from .cli import main as cli
 from .core.families import get_family
 from .demo_data import write_demo_csv
@@ -75,7 +76,7 @@ def main() -> int:
     console.print(table)
     console.print(
         f"mechanism: {spec['family']} lam={spec['lam']:.4g} s={spec['s']}  "
-        f"delta*={spec['delta_star']:.3g} at eps={spec['eps']} for |x - x'| <= {spec['H']}  "
+        f"delta*<={format_upper(spec['delta_star'], 3)} at eps={spec['eps']} for |x - x'| <= {spec['H']}  "
         f"(R1={spec['r1']:.3f}, R2={spec['r2']:.3f})"
     )
 

@@ -37,7 +37,10 @@ the domain, as for the other channel specs.  The guarantee is recomputed on
 loading exactly as for the other specs.
 
 Loading re-validates every field; a bad spec raises ``ValueError`` naming the
-field (the CLI turns it into exit status 2).
+field (the CLI turns it into exit status 2).  A key given twice in one JSON
+object (at any depth: ``{"lam": 0.5, "lam": 30}``) is refused, naming the key:
+JSON readers disagree on which value wins, so a reviewer could read another
+value than the one used.
 
 A spec carries what it claims, and loading checks the claims
 -----------------------------------------------------------
@@ -91,9 +94,10 @@ from .core.families import get_family
 from ._files import atomic_write
 from .baselines import FAMILIES as BASELINES, OPTIONS as BASELINE_OPTIONS, SPEC_FAMILIES, construction
 from .channel import check_domain
+from ._format import format_lower, format_upper
 
 __all__ = ["Spec", "Guarantee", "load_spec", "save_spec", "spec_from_mechanism", "spec_from_channel", "MAX_SPEC_BYTES",
-           "CLAIM_RTOL"]
+           "CLAIM_RTOL", "format_upper", "format_lower"]
 
 _WINDOWS = ("extended", "clipped")
 #: Largest spec file read (a spec is a few hundred bytes; this stops /dev/zero-like inputs at once).
@@ -134,8 +138,12 @@ class Guarantee:
         return self.delta >= 1.0
 
     def describe(self) -> str:
-        """One phrase, e.g. ``(eps = 1, delta <= 9.1e-07)-LDP for inputs up to H = 5 apart``."""
-        return (f"(eps = {self.eps:.6g}, delta <= {self.delta:.4g})-LDP for inputs up to H = {self.H} apart")
+        """One phrase, e.g. ``(eps = 1, delta <= 9.1e-07)-LDP for inputs up to H = 5 apart``.
+
+        ``delta`` is printed rounded up to 4 significant digits (:func:`format_upper`): still an upper bound.
+        """
+        return (f"(eps = {self.eps:.6g}, delta <= {format_upper(self.delta)})-LDP for inputs up to H = {self.H} "
+                "apart")
 
     def to_dict(self) -> dict:
         return {"eps": self.eps, "delta": self.delta, "H": self.H, "source": self.source, "reports": self.reports}
@@ -262,8 +270,9 @@ def load_spec(path) -> Spec:
     """Read and validate a spec file; ``ValueError`` naming the problem otherwise.
 
     The file must be UTF-8 JSON (a byte-order mark is tolerated) holding an
-    object with only the known keys (:data:`KEYS`): an unknown key, such as a
-    misspelt ``"window"``, is an error rather than silently ignored.
+    object with only the known keys (:data:`KEYS`), each at most once: an
+    unknown key, such as a misspelt ``"window"``, or a duplicated one is an
+    error rather than silently ignored.
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a path (str or os.PathLike) to a mechanism spec; got "
@@ -288,7 +297,12 @@ def load_spec(path) -> Spec:
     except UnicodeDecodeError:
         raise ValueError(f"mechanism spec {str(path)!r} is not valid JSON: it is not UTF-8 text") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        key = exc.key if len(exc.key) <= 60 else exc.key[:57] + "..."
+        raise ValueError(f"mechanism spec {str(path)!r} has the key {key!r} more than once (JSON readers "
+                         "disagree on which value wins, so a reviewer may read another value than the one "
+                         "used); give each key once") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"mechanism spec {str(path)!r} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
     except RecursionError:
@@ -299,6 +313,25 @@ def load_spec(path) -> Spec:
         return _validate(data)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"bad mechanism spec {str(path)!r}: {exc}") from None
+
+
+class _DuplicateKey(ValueError):
+    """A key given twice in one JSON object of a spec file."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    """``object_pairs_hook`` for reading a spec: a key given twice in one object (at any depth) is refused
+    instead of the last value silently winning."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def _param_key(name: str) -> str:
@@ -453,7 +486,8 @@ def _verify(spec: Spec) -> Guarantee | None:
             label = "certificate delta_star" if key == "delta_star" else "target delta"
             raise ValueError(
                 f"the spec's recorded {label} = {float(meta[key]):.6g} does not hold: the mechanism ({what}) "
-                f"has delta_star(eps = {eps:g}, H = {H}) = {upper:.6g} (recomputed, a rigorous upper bound)"
+                f"has delta_star(eps = {eps:g}, H = {H}) = {format_upper(upper, 6)} (recomputed, a rigorous upper "
+                "bound, rounded up)"
                 + (_rounding_hint(spec, target, eps, H, upper) if float(meta[key]) == 0.0 else ""))
     return Guarantee(eps=eps, delta=upper, H=H, source="mechanism")
 

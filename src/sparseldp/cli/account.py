@@ -114,8 +114,10 @@ def _worst_h(mechanism, H: int) -> int:
 
 
 def _summary(mechanism, eps: float, H: int, as_json: bool, k=None) -> None:
-    """``--summary``: ``delta_star`` (rigorous upper bound), the worst separation and its split; O(1) in ``H``."""
-    from ..spec import Guarantee
+    """``--summary``: ``delta_star`` (rigorous upper bound), the worst separation and its split; O(1) in ``H``.
+
+    Every printed bound is rounded outward (:func:`sparseldp.spec.format_upper`): still a bound."""
+    from ..spec import Guarantee, format_upper
 
     upper = _upper(mechanism, eps, H)
     h = _worst_h(mechanism, H)
@@ -133,12 +135,12 @@ def _summary(mechanism, eps: float, H: int, as_json: bool, k=None) -> None:
     console = stdout_console()
     console.print(f"Sparse {mechanism.family.capitalize()} ({name} = {value:g}, s = {mechanism.s}, "
                   f"t = {mechanism.t}) at eps = {eps:g}, H = {H}", soft_wrap=True)
-    console.print(f"delta_star = {fmt(upper, 10)}  (max over 1 <= h <= {H}, attained at h = {h}: "
+    console.print(f"delta_star = {format_upper(upper, 10)}  (max over 1 <= h <= {H}, attained at h = {h}: "
                   f"support leakage {fmt(d.support_leakage)} + overlap {fmt(d.overlap)})", soft_wrap=True)
     console.print(f"R1 = E|Y - x|     = {fmt(mechanism.r1, 10)}")
     console.print(f"R2 = E(Y - x)^2   = {fmt(mechanism.r2, 10)}")
-    console.print(f"guarantee: (eps = {eps:g}, delta <= {upper:.4g})-LDP for inputs up to H = {H} apart "
-                  "(delta_star is a rigorous upper bound)", soft_wrap=True)
+    console.print(f"guarantee: (eps = {eps:g}, delta <= {format_upper(upper)})-LDP for inputs up to H = {H} apart "
+                  "(delta_star is a rigorous upper bound, rounded up)", soft_wrap=True)
     _print_reports(console, reports)
 
 
@@ -150,28 +152,33 @@ def _k_reports(mechanism, k: int, eps: float, upper: float, H: int):
 
 
 def _print_reports(console, r) -> None:
-    """The lines of ``--reports k``: basic composition, then the exact composition or why there is none."""
+    """The lines of ``--reports k``: basic composition, then the exact composition or why there is none.
+
+    Upper bounds (basic composition's delta, the error bound, ``delta + error``, the smallest eps) are
+    printed rounded up (:func:`sparseldp.spec.format_upper`)."""
     if r is None:
         return
+    from ..spec import format_upper
     console.print(f"{r.k} reports of one person (fresh noise each), inputs up to H = {r.H} apart:", soft_wrap=True)
-    console.print(f"  basic composition: (eps = {r.basic_eps:.6g}, delta <= {r.basic_delta:.4g})-LDP "
+    console.print(f"  basic composition: (eps = {r.basic_eps:.6g}, delta <= {format_upper(r.basic_delta)})-LDP "
                   "(k eps and min(1, k delta_star): a rigorous upper bound)", soft_wrap=True)
     if r.route == "basic":
         console.print(f"  exact composition: not computed ({r.why_basic}); basic composition is the guarantee",
                       soft_wrap=True)
         return
     console.print(f"  exact composition (lattice route, worst separation h = {r.h}): at eps = {r.basic_eps:.6g}, "
-                  f"delta = {fmt(r.exact_delta, 10)} +- {r.exact_delta_error:.2g}, so delta <= "
-                  f"{r.exact_delta_upper:.4g} (floating point; the error bound is from the FFT error model, not "
+                  f"delta = {fmt(r.exact_delta, 10)} +- {format_upper(r.exact_delta_error, 2)}, so delta <= "
+                  f"{format_upper(r.exact_delta_upper)} (floating point; the error bound is from the FFT error model, not "
                   "outward rounded: an upper estimate, not a certificate)", soft_wrap=True)
     if r.basic_delta >= 1.0:
         console.print("  (basic composition's delta is 1 here: it certifies nothing; the exact delta above is the "
                       "informative statement)", soft_wrap=True)
     elif r.exact_eps is not None:
-        console.print(f"  exact composition: delta <= {r.basic_delta:.4g} (basic composition's) already at eps = "
-                      f"{r.exact_eps:.6g} (the smallest eps with delta + error <= it)", soft_wrap=True)
+        console.print(f"  exact composition: delta <= {format_upper(r.basic_delta)} (basic composition's) already at "
+                      f"eps = {format_upper(r.exact_eps, 6)} (the smallest eps with delta + error <= it)", soft_wrap=True)
     else:
-        console.print(f"  exact composition: no eps found for delta <= {r.basic_delta:.4g} ({r.exact_eps_note})",
+        console.print(f"  exact composition: no eps found for delta <= {format_upper(r.basic_delta)} "
+                      f"({r.exact_eps_note})",
                       soft_wrap=True)
 
 
@@ -183,8 +190,10 @@ def _shown_hs(H: int, h_max: int) -> list[int]:
 
 
 def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, reports=None) -> None:
-    """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star``."""
+    """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star`` (printed rounded up)."""
     from rich.table import Table
+
+    from ..spec import format_upper
 
     name, value = mechanism.parameter
     hs = _shown_hs(H, h_max)
@@ -211,11 +220,11 @@ def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, r
         if H > 2 * mechanism.t:
             note += f"; every h > 2t = {2 * mechanism.t} has disjoint windows: delta_h = 1"
         console.print(note)
-    console.print(f"delta_star = {fmt(delta_star, 10)}  (max over 1 <= h <= {H}, attained at h = {h_max} *)")
+    console.print(f"delta_star = {format_upper(delta_star, 10)}  (max over 1 <= h <= {H}, attained at h = {h_max} *)")
     console.print(f"R1 = E|Y - x|     = {fmt(mechanism.r1, 10)}")
     console.print(f"R2 = E(Y - x)^2   = {fmt(mechanism.r2, 10)}")
-    console.print(f"guarantee: (eps = {eps:g}, delta <= {delta_star:.4g})-LDP for inputs up to H = {H} apart "
-                  "(delta_star is a rigorous upper bound)", soft_wrap=True)
+    console.print(f"guarantee: (eps = {eps:g}, delta <= {format_upper(delta_star)})-LDP for inputs up to H = {H} "
+                  "apart (delta_star is a rigorous upper bound, rounded up)", soft_wrap=True)
     _print_reports(console, reports)
 
 
@@ -239,7 +248,7 @@ def _check_reports(k):
 
 def _account_spec(path, eps, H, as_json: bool, summary: bool, k=None) -> None:
     """``account --mechanism spec.json``: the spec's guarantee, recomputed (and its claims checked on load)."""
-    from ..spec import Guarantee, load_spec
+    from ..spec import Guarantee, format_upper, load_spec
 
     spec = load_spec(path)
     g = spec.guarantee
@@ -277,14 +286,14 @@ def _account_spec(path, eps, H, as_json: bool, summary: bool, k=None) -> None:
             f"Sparse {spec.family} ({spec.param_name} = {spec.param:g}, s = {spec.s}, {spec.window} windows)")
     console.print(f"{what} on the domain {spec.domain[0]}..{spec.domain[1]}, exact Theorem 2 accounting",
                   soft_wrap=True)
-    console.print(f"delta_star = {fmt(upper, 10)}  (max over input pairs at most H = {H} apart"
+    console.print(f"delta_star = {format_upper(upper, 10)}  (max over input pairs at most H = {H} apart"
                   + ("" if worst.x is None else f", attained at (x, x') = ({int(worst.x)}, {int(worst.x_prime)}): "
                      f"support leakage {fmt(worst.support_leakage)} + overlap {fmt(worst.overlap)}") + ")",
                   soft_wrap=True)
     console.print(f"R1 = E|Y - x|     = {fmt(out['r1'], 10)}  (uniform average over the domain)")
     console.print(f"R2 = E(Y - x)^2   = {fmt(out['r2'], 10)}")
-    console.print(f"guarantee: (eps = {eps:g}, delta <= {upper:.4g})-LDP for inputs up to H = {H} apart "
-                  "(rigorous upper bound)", soft_wrap=True)
+    console.print(f"guarantee: (eps = {eps:g}, delta <= {format_upper(upper)})-LDP for inputs up to H = {H} apart "
+                  "(rigorous upper bound, rounded up)", soft_wrap=True)
     _print_reports(console, reports)
 
 

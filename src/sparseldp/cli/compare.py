@@ -47,6 +47,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._format import format_upper
 from . import app
 from ._common import Command, atomic_write_bytes, check_distinct_paths, check_output, fmt, print_json, \
     stdout_console
@@ -234,7 +235,7 @@ def _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, windo
         cell = lambda v, d, name: ("-" if v is None else mark(r, name) + fmt(v, d))  # noqa: E731
         w1 = cell(r.w1, 4, "w1") + ("" if r.converged else " *")
         mean = cell(r.mean_rmse, 4, "mean") + ("" if r.mean_method != "EM estimate" else " ~")
-        table.add_row(r.family, format_params(r.params), fmt(r.delta_star, 3), cell(r.r1, 4, "r1"),
+        table.add_row(r.family, format_params(r.params), format_upper(r.delta_star, 3), cell(r.r1, 4, "r1"),
                       cell(r.r2, 4, "r2"), w1, cell(r.tv, 4, "tv"), cell(r.w1_ems, 4, "w1-ems"), mean,
                       cell(r.quantile_error, 4, "quantile"))
     # wide enough for the ten columns when piped (rich defaults to 80 there)

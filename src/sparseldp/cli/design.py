@@ -27,7 +27,13 @@ whole domain.  ``--delta 1`` is met by every mechanism, the identity included,
 and prints a warning.  ``--window`` needs ``--domain``.  ``H`` is at most
 :data:`sparseldp.design.radius.MAX_H_DESIGN` (10,000), checked before any
 work; a target that needs a support above the family's cap is refused with
-the size it would need.  The output path is checked before the search starts.
+the size it would need, and so is a design on Z whose support is above what
+``privatize`` samples exactly (``2^22 + 1``, :func:`sparseldp.sampling.sampling_tables`):
+no spec is written that ``privatize`` would refuse.  A ``--domain`` too large
+for the clipped search (more than ``2^27`` channel entries at its largest
+support, ``s = 2(b - a) + 1``) is refused before the search starts.  The
+printed ``delta_star`` is rounded up (a rigorous upper bound stays one).  The
+output path is checked before the search starts.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ __all__ = ["design_command"]
 def _print_table(d, output: Path | None, header: str) -> None:
     from rich.table import Table
 
+    from ..spec import format_upper
+
     m = d.mechanism
     table = Table(show_header=False)
     table.add_column("quantity")
@@ -59,7 +67,7 @@ def _print_table(d, output: Path | None, header: str) -> None:
     table.add_row("eps", fmt(d.eps, 10), "target")
     table.add_row("delta", fmt(d.delta, 10), "target")
     table.add_row("H", str(d.H), "privacy range")
-    table.add_row("delta_star", fmt(d.delta_star, 10), f"max of delta_h, 1 <= h <= {d.H}")
+    table.add_row("delta_star", format_upper(d.delta_star, 10), f"max of delta_h, 1 <= h <= {d.H}; rounded up")
     table.add_row("R1", fmt(d.r1, 10), "E|Y - x|")
     table.add_row("R2", fmt(d.r2, 10), "E(Y - x)^2")
     console = stdout_console()
@@ -67,6 +75,22 @@ def _print_table(d, output: Path | None, header: str) -> None:
     console.print(table)
     if output is not None:
         console.print(f"mechanism spec written to {output}")
+
+
+def _check_sampler_support(d) -> None:
+    """Refuse a design on Z whose support ``privatize`` cannot sample (rather than write an unusable spec).
+
+    ``privatize`` samples a mechanism on Z exactly from one integer count per offset, for supports up to
+    :data:`sparseldp.sampling.quantize._MAX_S` (``2^22 + 1``); a larger design is refused here with the
+    size it would need.  (A design on a ``--domain`` is sampled as a channel, whose size is checked there.)
+    """
+    from ..sampling.quantize import _MAX_S
+
+    if d.s > _MAX_S:
+        raise ValueError(
+            f"the design needs s = {d.s} ({d.parameter[0]} = {d.parameter[1]:.6g}), above the largest support "
+            f"privatize's exact sampler accepts, s <= 2^22 + 1 = {_MAX_S}: such a spec could not be used; "
+            "relax the target (a larger eps or delta, a smaller H) or design on a finite --domain lo:hi")
 
 
 def _save(d, output: Path) -> None:
@@ -138,6 +162,7 @@ def design_command(
                           window=window or "clipped", objective=objective, param=param)
     else:
         d = design(family, eps=eps, delta=delta, H=H, objective=objective, param=param)
+        _check_sampler_support(d)
     if output is not None:
         _save(d, output)
     if as_json:

@@ -64,6 +64,7 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
+from .._format import format_upper
 from . import app
 from ._common import Command, atomic_write_all, check_distinct_paths, check_output, fmt, guarantee_text, \
     is_stdio, one_of, parse_domain, print_json, stage, stdout_console
@@ -387,20 +388,20 @@ def estimate_command(
     if est.method == "em":
         say(f"EM: {est.iterations} steps"
             + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")
-            + f", log-likelihood within {fmt(est.gap, 3)} nats of the maximum"
+            + f", log-likelihood within {format_upper(est.gap, 3)} nats of the maximum"
             + ("" if est.converged else "  [NOT converged: raise --max-iter or --tol]"))
     elif est.method == "ems":
         say(f"EMS: {est.iterations} steps, smoothing passes {summary['smooth']}, "
             + ("converged to the fixed point" if est.converged
                else "[NOT converged: raise --max-iter or --tol]")
-            + f"; log-likelihood within {fmt(est.gap, 3)} nats of the maximum (given up by smoothing)")
+            + f"; log-likelihood within {format_upper(est.gap, 3)} nats of the maximum (given up by smoothing)")
     elif est.method == "auto":
         given_up = "" if est.regularization == "em mle" else ", given up by regularization"
         rule = "the most regularized member within one standard error or one nat of the best"
         if est.regularization == "em mle":
             rule += ", the MLE where it is as stable over the folds"
         say(f"auto: chose {est.regularization} by 5-fold held-out likelihood ({rule}); "
-            f"log-likelihood within {fmt(est.gap, 3)} nats of the maximum (a certified bound{given_up})")
+            f"log-likelihood within {format_upper(est.gap, 3)} nats of the maximum (a certified bound{given_up})")
     from rich.table import Table
 
     tab = Table(title=(f"derived statistics, {confidence:.0%} intervals from a parametric bootstrap "

@@ -49,6 +49,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from .._format import format_upper
 from . import app
 from ._common import (Command, check_distinct_paths, check_output, guarantee_text, is_stdio, print_json,
                       stderr_progress, warn)
@@ -233,7 +234,7 @@ def privatize_command(
                            "(basic composition, an upper bound)", err=True)
                 if exact is not None:
                     typer.echo(f"exact composition of the mechanism's {k} reports (lattice route, h = {exact.h}): "
-                               f"delta = {exact.exact_delta:.4g} +- {exact.exact_delta_error:.2g} at eps = "
+                               f"delta = {exact.exact_delta:.4g} +- {format_upper(exact.exact_delta_error, 2)} at eps = "
                                f"{exact.basic_eps:.6g} (floating point with an FFT error-model bound, not "
                                "a certificate; the ideal mechanism, not the realized sampler)", err=True)
         if kept:
@@ -245,7 +246,7 @@ def privatize_command(
         warn(f"the spec {str(mechanism)!r} records no target (eps, H), so no guarantee was certified; "
              "write specs with `sparseldp design -o` or add \"eps\" and \"H\"")
     if guarantee is not None and WEAK_DELTA <= guarantee.delta < 1.0:
-        warn(f"delta <= {guarantee.delta:.3g} at eps = {guarantee.eps:g} is a weak guarantee: a report may give "
+        warn(f"delta <= {format_upper(guarantee.delta)} at eps = {guarantee.eps:g} is a weak guarantee: a report may give "
              f"its input away with probability up to delta (targets are usually 1e-6 or below; see "
              "`sparseldp design`)")
     if seed is not None:

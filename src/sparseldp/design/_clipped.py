@@ -20,9 +20,14 @@ from ._domain import _GRID, _certified, _finish, _window_channel
 from ._joint import _Joint
 from ._search import golden_min, largest_feasible, scan_radii, u_tolerance
 from ..errors import InfeasibleError
+from ..channel import MAX_ENTRIES
 from ..core.families import Family
 
 _DENSE_RADII = 64
+#: Entries (rows x window) of one block of :meth:`_ClippedBand.evaluate`: bounds its float temporaries.
+_BLOCK_ENTRIES = 1 << 20
+#: Largest band (k x (2t + 1) entries) whose per-row geometry is kept between evaluations at one radius.
+_CACHE_ENTRIES = 1 << 24
 
 
 class _ClippedBand:
@@ -38,8 +43,10 @@ class _ClippedBand:
     ``P(y|x) (1 - e^{eps - L(y)})_+`` with the log ratio ``L`` formed in log
     space (full relative precision for tiny defects); the moments are sums of
     ``w(d) |d|^r`` over the windows.  Everything that depends on ``t`` only
-    (windows, the partner's columns) is kept per radius.  Rounded to nearest:
-    never a certificate (the designers certify with the channel).
+    (windows, the partner's columns) is kept for the current radius (when the
+    band is at most :data:`_CACHE_ENTRIES`), and the terms are formed a block
+    of rows at a time: memory stays bounded whatever the domain.  Rounded to
+    nearest: never a certificate (the designers certify with the channel).
     """
 
     def __init__(self, fam: Family, domain, eps: float, H: int, prior):
@@ -50,27 +57,57 @@ class _ClippedBand:
         # are their mirror images (the clipped channel is symmetric under y -> a + b - y, x -> a + b - x)
         self.partner = np.minimum(self.x + H, self.k - 1)
         self.prior = prior
-        self._geo = {}
+        self._geo_t, self._geo, self._blocks = None, None, None
 
     def _geometry(self, t):
-        got = self._geo.get(t)
-        if got is None:
+        """The offsets ``d``, the window ends ``lo``, ``hi`` of every row and ``|d|`` at radius ``t``.
+
+        Only the last radius' arrays are kept: the searches go through the radii in turn (memory stays
+        O(k + s), not the sum over every radius scanned).
+        """
+        if self._geo_t != t:
             d = np.arange(-t, t + 1)
             lo = np.maximum(-t, -self.x)  # window offsets of row x: lo_x <= d <= hi_x
             hi = np.minimum(t, self.k - 1 - self.x)
-            inside = (d[None, :] >= lo[:, None]) & (d[None, :] <= hi[:, None])
-            partner = self.partner
-            dq = d[None, :] - (partner - self.x)[:, None]  # the same output's offset in the partner's row
+            self._geo = (d, lo, hi, np.abs(d).astype(float))
+            self._geo_t = t
+            self._blocks = None
+        return self._geo
+
+    def _row_blocks(self, t):
+        """``(r0, r1, pair)`` over blocks of rows of at most :data:`_BLOCK_ENTRIES` entries at radius ``t``:
+        ``pair = (partner, cols, inside, both, leak)`` of rows ``r0..r1-1``.  Kept for the current radius
+        when the whole band is at most :data:`_CACHE_ENTRIES` entries, rebuilt per call otherwise."""
+        d, lo, hi, _ = self._geometry(t)
+        if self._blocks is not None:
+            yield from self._blocks
+            return
+        width = 2 * t + 1
+        keep = self.k * width <= _CACHE_ENTRIES
+        rows = max(1, _BLOCK_ENTRIES // width)
+        kept = []
+        for r0 in range(0, self.k, rows):
+            r1 = min(r0 + rows, self.k)
+            x, lo_x, hi_x = self.x[r0:r1], lo[r0:r1], hi[r0:r1]
+            inside = (d[None, :] >= lo_x[:, None]) & (d[None, :] <= hi_x[:, None])
+            partner = self.partner[r0:r1]
+            dq = d[None, :] - (partner - x)[:, None]  # the same output's offset in the partner's row
             in_q = (dq >= lo[partner][:, None]) & (dq <= hi[partner][:, None])
-            pair = (partner, np.clip(dq + t, 0, 2 * t), inside & in_q, inside & ~in_q)
-            got = (d, lo, hi, inside, pair, np.abs(d).astype(float))
-            self._geo[t] = got
-        return got
+            block = (r0, r1, (partner, np.clip(dq + t, 0, 2 * t), inside, inside & in_q, inside & ~in_q))
+            if keep:
+                kept.append(block)
+            yield block
+        if keep:
+            self._blocks = kept
 
     def evaluate(self, param, t):
-        """``(log delta_star, R1, R2)`` of the clipped channel with ``param`` and radius ``t``."""
+        """``(log delta_star, R1, R2)`` of the clipped channel with ``param`` and radius ``t``.
+
+        The defect terms are formed a block of rows at a time (:data:`_BLOCK_ENTRIES`), so that the
+        temporaries stay bounded whatever ``k`` and ``t``; each row's sum is the same as in one block.
+        """
         t = min(t, self.span)
-        d, lo, hi, inside, (partner, cols, both, leak), absd = self._geometry(t)
+        d, lo, hi, absd = self._geometry(t)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             lw = np.asarray(self.fam.search.log_w(param, d), dtype=float)  # log w(0) = 0 is the largest
             w = np.exp(lw[t:])  # d = 0..t
@@ -79,12 +116,15 @@ class _ClippedBand:
             r1 = float(self.prior @ ((c1[hi] + c1[-lo]) / z))
             r2 = float(self.prior @ ((c2[hi] + c2[-lo]) / z))
             logz = np.log(z)
-            logp = lw[None, :] - logz[:, None]
-            p = np.where(inside, np.exp(logp), 0.0)
-            excess = logp - (lw[cols] - logz[partner][:, None]) - self.eps  # L(y) - eps
-            terms = np.where(both & (excess > 0), p * -np.expm1(-excess), 0.0)
-            terms = np.where(leak, p, terms)  # outputs the partner cannot produce
-            worst = float(terms.sum(axis=1).max())
+            worst_rows = []
+            for r0, r_end, (partner, cols, inside, both, leak) in self._row_blocks(t):
+                logp = lw[None, :] - logz[r0:r_end, None]
+                p = np.where(inside, np.exp(logp), 0.0)
+                excess = logp - (lw[cols] - logz[partner][:, None]) - self.eps  # L(y) - eps
+                terms = np.where(both & (excess > 0), p * -np.expm1(-excess), 0.0)
+                terms = np.where(leak, p, terms)  # outputs the partner cannot produce
+                worst_rows.append(terms.sum(axis=1).max())
+            worst = float(np.max(worst_rows))  # a NaN propagates as in one block
         return (math.log(worst) if worst > 0 else -math.inf), r1, r2
 
     def edge_log_defect(self, param, t):
@@ -106,9 +146,40 @@ class _ClippedBand:
         return math.log(worst) if worst > 0 else -math.inf
 
 
+def _check_search_size(domain) -> None:
+    """Refuse, before any work, a clipped search whose channels would exceed :data:`MAX_ENTRIES`.
+
+    The search (either the smallest ``s`` for a given parameter or the joint one) may go up to
+    ``s = 2(b - a) + 1`` (fact 1), where it evaluates ``k`` rows of ``s`` offsets: ``k (2k - 1)``
+    entries.  Beyond :data:`MAX_ENTRIES` (the cap of every channel, :func:`check_entries`) that is
+    refused at once, as ``estimate`` and ``report`` refuse a large channel, instead of running out of
+    memory minutes later.
+    """
+    a, b = domain
+    k = b - a + 1
+    s_max = 2 * (b - a) + 1
+    if k * s_max > MAX_ENTRIES:
+        largest = _largest_clipped_domain()
+        raise ValueError(
+            f"domain ({a}, {b}) is too large for a clipped design: its search evaluates supports up to "
+            f"s = 2(b - a) + 1 = {s_max}, channels of {k} x {s_max} = {k * s_max} entries, more than the "
+            f"2^27 = {MAX_ENTRIES} allowed; use a domain of at most {largest} values, or extended windows "
+            "(window='extended', --window extended: the Z design on that domain)")
+
+
+def _largest_clipped_domain() -> int:
+    """The largest ``k`` with ``k (2k - 1) <= MAX_ENTRIES``."""
+    k = math.isqrt(MAX_ENTRIES // 2) + 1
+    while k * (2 * k - 1) > MAX_ENTRIES:
+        k -= 1
+    return k
+
+
 def _design_clipped(fam: Family, given, eps, delta, H, domain, objective, w):
     a, b = domain
     span = b - a
+    if delta < 1.0:  # (delta = 1 is met at s = 1 at once)
+        _check_search_size(domain)
     pname = fam.param
     band = _ClippedBand(fam, domain, eps, H, w)
     slack = _slack(delta, eps)

@@ -209,6 +209,11 @@ def design_finite(family, *, eps, delta, H, domain, window="clipped", objective=
         When no ``s`` works for the given parameter (clipped: every radius up to
         ``b - a`` checked; extended: the proof of :func:`sparseldp.smallest_support`),
         or no ``(s, param)`` on the search grid works.
+    ValueError
+        Before any search, when the clipped search would evaluate channels of more
+        than :data:`~sparseldp.channel.MAX_ENTRIES` entries (``k (2k - 1)`` at its
+        largest support ``s = 2(b - a) + 1``: domains of more than 8,192 values),
+        and when an extended channel would (``k s`` entries).
     """
 
     fam = get_family(family)

@@ -3,7 +3,8 @@
 Part of :mod:`sparseldp.io` (its docstring: "What counts as an integer").
 A batch (:class:`_Batch`) is a run of rows whose target columns' raw fields
 can be parsed into ``int64`` values, with error messages that name the row
-(and, for CSV, the line) of a bad value.
+(and, for CSV, the line) and the column of a bad value and what is wrong with
+it, but never the value itself (it is raw sensitive data: :func:`_fail_value`).
 """
 
 from __future__ import annotations
@@ -109,8 +110,14 @@ class _Batch:
 
 
 def _fail_value(batch: _Batch, i: int, reason: str) -> ValueError:
+    """The error for flat value ``i`` of a target column: where it is and what is wrong, never the value.
+
+    The values are the raw sensitive inputs (privatize's, or the reports estimate reads), and an
+    error message ends up in logs and terminals: it names the row (and line), the column and the
+    reason (``is not an integer``, ``is empty``, ``is outside the mechanism's domain [lo, hi]``, ...).
+    """
     name = batch.names[i % len(batch.names)]
-    return ValueError(f"{batch.where(i)}: column {name!r} value {_preview(batch.field(i))} {reason}")
+    return ValueError(f"{batch.where(i)}: column {name!r}: the value {reason} (the value itself is not shown)")
 
 
 def _find_column(label: str, names, column: str) -> int:

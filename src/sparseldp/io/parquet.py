@@ -134,6 +134,37 @@ def _iter_parquet(pf, label: str, columns: tuple[str, ...], batch_size: int,
         raise ValueError(f"cannot read {label} as Parquet: {_arrow_message(exc)}") from None
 
 
+def _without_target_pandas_metadata(schema, targets: set):
+    """``schema`` with the pandas metadata of the privatized columns ``targets`` reset.
+
+    The schema-level metadata is copied (it describes the table), except that pandas' entry of a
+    privatized column (``b"pandas"``: ``columns[j]["metadata"]``, e.g. a categorical's number of
+    categories, a statistic of the raw values) is set to null and its types to the output's
+    ``int64``.  Metadata that is not pandas JSON is copied as it is.
+    """
+    import json
+
+    meta = schema.metadata
+    if not meta or b"pandas" not in meta:
+        return schema
+    try:
+        pandas = json.loads(meta[b"pandas"])
+        columns = pandas["columns"]
+        changed = False
+        for entry in columns:
+            name = entry.get("field_name", entry.get("name"))
+            if name in targets:
+                entry["metadata"] = None
+                if entry.get("pandas_type") != "int64":  # e.g. a categorical or string column, now int64
+                    entry["pandas_type"], entry["numpy_type"] = "int64", "int64"
+                changed = True
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return schema  # not the pandas layout: left as it is
+    if not changed:
+        return schema
+    return schema.with_metadata({**meta, b"pandas": json.dumps(pandas).encode("utf-8")})
+
+
 def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ...], rng, batch_size: int,
                        progress, tally=None) -> int:
     import pyarrow as pa
@@ -146,7 +177,9 @@ def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ..
         tally.names = tuple(out_schema.names)
     for i in index:
         old = out_schema.field(i)
-        out_schema = out_schema.set(i, pa.field(old.name, pa.int64(), nullable=old.nullable, metadata=old.metadata))
+        # the field's own metadata describes the raw column (it may even hold its values): not copied
+        out_schema = out_schema.set(i, pa.field(old.name, pa.int64(), nullable=old.nullable))
+    out_schema = _without_target_pandas_metadata(out_schema, {out_schema.field(i).name for i in index})
     compression = "snappy"
     if pf.metadata.num_row_groups and pf.metadata.num_columns:
         compression = pf.metadata.row_group(0).column(0).compression.lower()

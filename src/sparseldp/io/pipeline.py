@@ -172,8 +172,8 @@ def column_counts(path, column: str, *, bounds=None, batch_size: int = DEFAULT_B
         if new_hi - new_lo + 1 > _MAX_SPAN:
             i = int(np.argmax((x == lo) if lo < offset else (x == hi)))
             raise _fail_value(batch, i,
-                              f"makes the column span [{new_lo}, {new_hi}], more than {_MAX_SPAN} integers; "
-                              "pass bounds=(lo, hi) to say which values are valid")
+                              f"would make the column span more than {_MAX_SPAN} integers; pass bounds=(lo, hi) "
+                              "to say which values are valid")
         if new_lo < offset or new_hi >= offset + counts.size:
             grown = np.zeros(new_hi - new_lo + 1, np.int64)
             grown[offset - new_lo : offset - new_lo + counts.size] = counts

@@ -127,5 +127,5 @@ def _locate(df, column: str, condition, reason: str) -> ValueError:
     where = f"input file {f!r}, partition {p}" if f else f"partition {p}"
     if v is None:
         return ValueError(f"{where}: column {column!r} {reason}")
-    return ValueError(f"{where}: column {column!r} value {str(v)!r} {reason}")
+    return ValueError(f"{where}: column {column!r}: a value {reason} (the value itself is not shown)")
 
