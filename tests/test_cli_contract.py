@@ -208,9 +208,14 @@ def test_design_pure_ldp_on_z_cites_theorem_1(capsys):
     assert "Theorem 1" in line and "--domain" in line and time.perf_counter() - t0 < 1.0
 
 
-def test_design_delta_one_warns(capsys):
+def test_design_delta_one_warns(capsys, tmp_path):
     rc, out, err = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1", "--H", "2", "--json")
     assert rc == 0 and "warning: delta = 1 certifies nothing" in err
+    # with -o: one error line (it printed the warning, then the spec check's error), no file
+    line = one_error(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1", "--H", "2",
+                     "-o", tmp_path / "d.json")
+    assert "delta = 1 certifies nothing" in line and "no spec is written" in line
+    assert not (tmp_path / "d.json").exists()
 
 
 @pytest.mark.parametrize("window, fragment", [("clipped", "applies only with --domain"),

@@ -151,6 +151,9 @@ def design_command(
             "--domain lo:hi where windows can cover the whole domain, or k-RR (`sparseldp compare`)")
     if output is not None:
         check_output(output)  # before the search, which can take seconds
+    if delta >= 1.0 and output is not None:  # the design is the identity, and a spec of it would be refused
+        raise ValueError("delta = 1 certifies nothing: every mechanism meets it, and the design is the identity "
+                         "(s = 1), which publishes the raw value; no spec is written (use delta < 1)")
     if delta >= 1.0:
         warn("delta = 1 certifies nothing: every mechanism meets it, including the identity (s = 1), which "
              "publishes the raw value")
