@@ -54,10 +54,11 @@ def test_a_stray_quote_is_refused_and_nothing_is_written(tmp_path, spec_path, bo
 
 def test_the_message_names_the_line_not_the_text(tmp_path, spec_path):
     src = tmp_path / "in.csv"
-    src.write_text('id,note,age\n1,secret"31,31\n')
+    src.write_text('id,note,age\n1,secret"4817,4817\n')
     with pytest.raises(ValueError) as info:
         sio.privatize_file(src, tmp_path / "out.csv", mechanism=spec_path, column="age")
-    assert "secret" not in str(info.value) and "31" not in str(info.value)
+    text = str(info.value).replace(str(src), "")  # (the temporary path may hold any digits)
+    assert "secret" not in text and "4817" not in text and "line 2" in text
 
 
 @pytest.mark.parametrize("body", [
