@@ -206,7 +206,7 @@ def test_privatize_error_names_row_line_and_column_not_the_value(tmp_path, capsy
     src.write_text(f"id,age\n1,10\n2,{value}\n3,30\n")
     line = one_error(capsys, "privatize", src, "-m", spec, "-c", "age", "-o", out)
     assert "row 2 (line 3)" in line and "column 'age'" in line and reason in line
-    assert value not in line
+    assert value not in line.replace(str(tmp_path), "")  # (the temporary path may hold any digits)
     assert not out.exists()
 
 
@@ -220,7 +220,7 @@ def test_parquet_error_does_not_echo_the_value(tmp_path, capsys):
         pq.write_table(pa.table({"age": col}), src)
         line = one_error(capsys, "privatize", src, "-m", spec, "-c", "age", "-o", out)
         assert "row 2" in line and "column 'age'" in line and reason in line
-        assert "777" not in line and "7x7" not in line
+        assert "777" not in line.replace(str(tmp_path), "") and "7x7" not in line
         assert not out.exists()
 
 
@@ -230,7 +230,7 @@ def test_estimate_error_does_not_echo_the_value(tmp_path, capsys):
     src.write_text("a\n1\n2\nsecret42\n")
     line = one_error(capsys, "estimate", src, "-m", spec, "-c", "a", "-o", tmp_path / "e.csv", "--domain", "0:9")
     assert "row 3 (line 4)" in line and "column 'a'" in line and "is not an integer" in line
-    assert "secret42" not in line
+    assert "secret42" not in line.replace(str(tmp_path), "")
 
 
 # -- 5. design refuses a support privatize cannot sample -----------------------------------------------
