@@ -192,6 +192,24 @@ def test_parquet_output_drops_the_target_columns_metadata(tmp_path, capsys):
     assert back["age"].dtype == np.int64 and list(back["id"]) == [1, 2, 3, 4]
 
 
+def test_parquet_output_drops_the_target_in_sparks_schema_copy(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    row = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {"note": "row id"}},
+        {"name": "age", "type": "long", "nullable": True, "metadata": {"orig": "50,57,50,61"}}]}
+    key = b"org.apache.spark.sql.parquet.row.metadata"
+    table = pa.table({"id": [1, 2, 3, 4], "age": [50, 57, 50, 61]})
+    table = table.replace_schema_metadata({key: json.dumps(row).encode()})
+    src, out, spec = tmp_path / "in.parquet", tmp_path / "out.parquet", tmp_path / "m.json"
+    pq.write_table(table, src)
+    spec.write_text(json.dumps(SPEC))
+    rc, _, err = run(capsys, "privatize", src, "-m", spec, "-c", "age", "-o", out, "--seed", 1)
+    assert rc == 0, err
+    fields = {f["name"]: f for f in json.loads(pq.read_table(out).schema.metadata[key])["fields"]}
+    assert fields["age"]["metadata"] == {} and fields["id"]["metadata"] == {"note": "row id"}
+
+
 # -- 4. raw values are not echoed in errors ------------------------------------------------------------
 
 

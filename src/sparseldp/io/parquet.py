@@ -134,35 +134,46 @@ def _iter_parquet(pf, label: str, columns: tuple[str, ...], batch_size: int,
         raise ValueError(f"cannot read {label} as Parquet: {_arrow_message(exc)}") from None
 
 
+# The key under which Spark keeps its own copy of a Parquet file's schema (with each field's metadata).
+_SPARK_ROW = b"org.apache.spark.sql.parquet.row.metadata"
+
+
 def _without_target_pandas_metadata(schema, targets: set):
-    """``schema`` with the pandas metadata of the privatized columns ``targets`` reset.
+    """``schema`` with the pandas (and Spark) metadata of the privatized columns ``targets`` reset.
 
     The schema-level metadata is copied (it describes the table), except that pandas' entry of a
     privatized column (``b"pandas"``: ``columns[j]["metadata"]``, e.g. a categorical's number of
     categories, a statistic of the raw values) is set to null and its types to the output's
-    ``int64``.  Metadata that is not pandas JSON is copied as it is.
+    ``int64``; likewise Spark's field entry (``b"org.apache.spark.sql.parquet.row.metadata"``:
+    ``fields[j]["metadata"]`` emptied, its type ``long``).  Metadata in neither layout is copied as it is.
     """
     import json
 
     meta = schema.metadata
-    if not meta or b"pandas" not in meta:
+    if not meta:
         return schema
+    new = dict(meta)
     try:
-        pandas = json.loads(meta[b"pandas"])
-        columns = pandas["columns"]
-        changed = False
-        for entry in columns:
-            name = entry.get("field_name", entry.get("name"))
-            if name in targets:
-                entry["metadata"] = None
-                if entry.get("pandas_type") != "int64":  # e.g. a categorical or string column, now int64
-                    entry["pandas_type"], entry["numpy_type"] = "int64", "int64"
-                changed = True
+        if b"pandas" in meta:
+            pandas = json.loads(meta[b"pandas"])
+            for entry in pandas["columns"]:
+                if entry.get("field_name", entry.get("name")) in targets:
+                    entry["metadata"] = None
+                    if entry.get("pandas_type") != "int64":  # e.g. a categorical or string column, now int64
+                        entry["pandas_type"], entry["numpy_type"] = "int64", "int64"
+            new[b"pandas"] = json.dumps(pandas).encode("utf-8")
     except (ValueError, TypeError, KeyError, AttributeError):
-        return schema  # not the pandas layout: left as it is
-    if not changed:
-        return schema
-    return schema.with_metadata({**meta, b"pandas": json.dumps(pandas).encode("utf-8")})
+        pass  # not the pandas layout: left as it is
+    try:  # Spark's copy of the schema, with each field's own metadata
+        if _SPARK_ROW in meta:
+            row = json.loads(meta[_SPARK_ROW])
+            for entry in row["fields"]:
+                if entry.get("name") in targets:
+                    entry["metadata"], entry["type"] = {}, "long"
+            new[_SPARK_ROW] = json.dumps(row).encode("utf-8")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        pass
+    return schema if new == dict(meta) else schema.with_metadata(new)
 
 
 def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ...], rng, batch_size: int,
