@@ -181,6 +181,8 @@ def test_parquet_output_drops_the_target_columns_metadata(tmp_path, capsys):
     spec.write_text(json.dumps(SPEC))
     rc, _, err = run(capsys, "privatize", src, "-m", spec, "-c", "age", "-o", out, "--seed", 1)
     assert rc == 0, err
+    # the summary says what was copied: the other column and the table's metadata
+    assert "copied unchanged: the file's schema metadata (keys 'pandas', 'owner';" in err
     got = pq.read_table(out)
     assert got.schema.field("age").metadata is None  # the raw values are gone
     assert got.schema.field("id").metadata == {b"note": b"row id"}  # a copied column keeps its own

@@ -217,8 +217,9 @@ def privatize_command(
             f"in {result.seconds:.2f} s ({rate:,.0f} rows/s)")
     blank = getattr(result, "blank_lines", 0) or 0
     kept = list(getattr(result, "kept_columns", ()))
+    kept_meta = list(getattr(result, "kept_metadata", ()))
     if as_json:
-        summary = {"rows": rows, "columns": names, "kept_columns": kept, "output": where,
+        summary = {"rows": rows, "columns": names, "kept_columns": kept, "kept_metadata": kept_meta, "output": where,
                    "seconds": result.seconds, "seeded": seed is not None, "blank_lines": blank,
                    "guarantee": None if guarantee is None else guarantee.to_dict(),
                    "guarantee_per_person": None if guarantee is None else guarantee.composed(k).to_dict(),
@@ -240,6 +241,9 @@ def privatize_command(
         if kept:
             typer.echo(f"copied unchanged, not privatized: column{'s' if len(kept) > 1 else ''} "
                        f"{_names(kept)}", err=True)
+        if kept_meta:
+            typer.echo(f"copied unchanged: the file's schema metadata (key{'s' if len(kept_meta) > 1 else ''} "
+                       f"{_names(kept_meta)}; the privatized columns' own entries removed)", err=True)
         if blank:
             typer.echo(f"{blank:,} blank line{'s' if blank != 1 else ''} copied through (not rows)", err=True)
     if guarantee is None:

@@ -51,6 +51,7 @@ class _Tally:
 
     blank_lines: int = 0
     names: tuple[str, ...] = ()
+    metadata_keys: tuple[str, ...] = ()  # Parquet: the schema-level metadata copied to the output
 
 
 class _CsvBatch(_Batch):

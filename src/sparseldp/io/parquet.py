@@ -186,6 +186,7 @@ def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ..
     out_schema = pf.schema_arrow
     if tally is not None:
         tally.names = tuple(out_schema.names)
+        tally.metadata_keys = tuple(k.decode("utf-8", "replace") for k in (out_schema.metadata or {}))
     for i in index:
         old = out_schema.field(i)
         # the field's own metadata describes the raw column (it may even hold its values): not copied

@@ -198,7 +198,9 @@ class PrivatizeResult:
     header and, in a CSV of several columns, any (not rows; always 0 for
     Parquet).  ``seeded``: a seed was given (simulation, not for production).
     ``kept_columns``: the file's other columns, in file order, copied unchanged
-    (not privatized: whatever they hold is published as it is).
+    (not privatized: whatever they hold is published as it is).  ``kept_metadata``:
+    the keys of a Parquet file's schema-level metadata, copied too (the privatized
+    columns' own metadata is not; io docstring).
     """
 
     rows: int
@@ -211,6 +213,7 @@ class PrivatizeResult:
     columns: tuple[str, ...]
     blank_lines: int
     kept_columns: tuple[str, ...] = ()
+    kept_metadata: tuple[str, ...] = ()
 
 
 def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | None = None,
@@ -327,4 +330,5 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
     return PrivatizeResult(rows=rows, seconds=time.perf_counter() - t0, input=input_path, output=output_path,
                            column=names[0], format=fmt, seeded=seeded, columns=names,
                            blank_lines=tally.blank_lines,
-                           kept_columns=tuple(c for c in tally.names if c not in names))
+                           kept_columns=tuple(c for c in tally.names if c not in names),
+                           kept_metadata=tally.metadata_keys)
