@@ -430,41 +430,35 @@ def rule_one_se(d):
     return rule_se(_on_path(d), 1)
 
 
-def rule_auto(d, ratio=None, nats=None):
+def rule_auto(d, ratio=None, nats=None, diff_se=None):
     """auto's rule (auto._choose with the fold spreads): one SE or ``nats`` (default auto._SLACK_NATS),
     whichever is more, the MLE left off once the EM path turns down, and the MLE instead of that choice
     when it is within the same slack too and its fold spread is at most ``ratio`` (default
-    auto._STABLE_RATIO) times the choice's."""
+    auto._STABLE_RATIO) times the choice's; ``diff_se`` another standard error (auto._choose)."""
     from sparseldp.estimation import auto
 
     d = _on_path(d)
     spreads = {key: auto._fold_spread(P) for key, P in d["folds"].items() if key in d["scores"]}
     return auto._choose(d["scores"], d["H"], spreads=spreads, stable_ratio=ratio,
-                        nats=auto._SLACK_NATS if nats is None else nats)
+                        nats=auto._SLACK_NATS if nats is None else nats, diff_se=diff_se)
 
 
 def rule_auto_fold_se(d, larger):
     """auto's rule with the cross-validation standard error across the folds (Hastie, Tibshirani and
     Friedman, sec. 7.10): ``sqrt(K)`` times the standard deviation of the K per-fold differences, which
     sees the training folds' variation that the per-report one leaves out; with ``larger``, the larger
-    of the two.  (It swaps ``auto._diff_se`` while it chooses.)"""
+    of the two."""
     import math
 
     from sparseldp.estimation import auto
 
-    per_report = auto._diff_se
-
     def diff_se(scores, a, b, H):
-        diff, se = per_report(scores, a, b, H)
+        diff, se = auto._diff_se(scores, a, b, H)
         dk = (H * (scores[a] - scores[b])).sum(axis=0)
         fold = math.sqrt(dk.size) * float(np.std(dk, ddof=1))
         return diff, max(se, fold) if larger else fold
 
-    auto._diff_se = diff_se
-    try:
-        return rule_auto(d)
-    finally:
-        auto._diff_se = per_report
+    return rule_auto(d, diff_se=diff_se)
 
 
 def _unbiased_targets(d, cutoff=1e-12):

@@ -359,7 +359,7 @@ def _scores(fits: dict, AT, EAT) -> dict:
 
 
 def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads: dict | None = None,
-            stable_ratio: float | None = None, nats: float = _SLACK_NATS):
+            stable_ratio: float | None = None, nats: float = _SLACK_NATS, diff_se=None):
     """The most regularized member (in :data:`_PATH` order) within ``max(se_factor * se, nats)`` of the best
     held-out log-likelihood; the MLE instead when it is within that too and no less stable (``spreads``,
     module docstring).
@@ -371,14 +371,15 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
     (:func:`_fold_spread` of each member), the MLE replaces that member when it
     is itself within ``se_factor`` standard errors of the best and its spread is
     at most ``stable_ratio`` (default :data:`_STABLE_RATIO`; :data:`_STABLE_RATIO_FLOW` when that member is
-    a flow member past the cap) times the member's.
+    a flow member past the cap) times the member's.  ``diff_se``: the ``(difference, standard error)``
+    function (default :func:`_diff_se`; ``benchmarks/study_selection.py`` compares others).
     """
     keys = [key for key in _PATH if key in scores]
     total = {key: float((H * scores[key]).sum()) for key in keys}
     best = max(keys, key=lambda key: (total[key], -keys.index(key)))
     within = []
     for key in keys:
-        diff, se = _diff_se(scores, key, best, H)
+        diff, se = (diff_se or _diff_se)(scores, key, best, H)
         if diff >= -max(se_factor * se, nats):
             within.append(key)
     choice = within[0]  # best itself is within (difference 0)
