@@ -162,8 +162,9 @@ def test_seeds_reproduce_per_partition_and_never_repeat_a_stream(spark, data):
 
     df = spark.read.parquet(str(data["parts"]))  # two partitions with identical inputs
 
-    def run():
-        out = privatize(privatize(df, "x", MECH, output_column="a", rng=7), "x", MECH, output_column="b", rng=7)
+    def run():  # (shuffle=False: the layout is what this test looks at; the shuffle has a test of its own)
+        out = privatize(privatize(df, "x", MECH, output_column="a", rng=7, shuffle=False), "x", MECH,
+                        output_column="b", rng=7, shuffle=False)
         t = out.select("id", "x", "a", "b").toArrow()
         return {c: t.column(c).to_numpy() for c in ("id", "x", "a", "b")}
 
@@ -174,6 +175,46 @@ def test_seeds_reproduce_per_partition_and_never_repeat_a_stream(spark, data):
     half = first["id"].size // 2  # the second partition's rows repeat the first's inputs: not its noise
     np.testing.assert_array_equal(first["x"][:half], first["x"][half:])
     assert np.mean(first["a"][:half] != first["a"][half:]) > 0.3
+
+
+@needs_spark
+def test_the_layout_says_nothing_of_the_input(spark, tmp_path):
+    # a data set partitioned by the target: age=30/ and age=40/ came out as two files holding exactly those
+    # rows, so the file of a report gave its raw age away; shuffled, every output file mixes both
+    import pyarrow.parquet as pq_
+
+    from sparseldp.spark import privatize, save_parquet
+
+    root = tmp_path / "part"
+    for age in (30, 40):
+        (root / f"age={age}").mkdir(parents=True)
+        pq_.write_table(pa.table({"id": pa.array(np.arange(age * 1000, age * 1000 + 1000))}),
+                        root / f"age={age}" / "f.parquet")
+    df = spark.read.parquet(str(root))
+    assert df.rdd.getNumPartitions() >= 2
+    for rng in (None, 3):
+        out = tmp_path / f"out-{rng}"
+        assert save_parquet(privatize(df, "age", MECH, rng=rng), str(out)) == 2000
+        files = sorted(out.glob("*.parquet"))
+        ids = [pq_.read_table(f).column("id").to_numpy() for f in files]
+        assert sum(i.size for i in ids) == 2000 and all(i.size for i in ids)
+        for i in ids:  # each output file holds rows of both partitions, in no particular order
+            share = float(np.mean(i >= 40_000))
+            assert 0.3 < share < 0.7, share
+            assert abs(np.corrcoef(np.arange(i.size), i)[0, 1]) < 0.2
+    a = privatize(df, "age", MECH, rng=3).select("id", "age").toArrow()
+    b = privatize(df, "age", MECH, rng=3).select("id", "age").toArrow()
+    assert a.equals(b)  # seeded: the shuffle reproduces too
+
+
+@needs_spark
+def test_output_column_is_matched_in_any_case(spark, data):
+    from sparseldp.spark import privatize
+
+    df = spark.read.parquet(str(data["parts"]))
+    for name in ("ID", "X"):  # Spark resolves names in any case: these would overwrite id / x
+        with pytest.raises(ValueError, match=f"output_column '{name}' already exists"):
+            privatize(df, "x", MECH, output_column=name)
 
 
 @needs_spark

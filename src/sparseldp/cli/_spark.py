@@ -149,8 +149,8 @@ class SparkJob:
             # one root for all columns; each column's stream is told apart by its name (sparseldp.spark)
             rng = None if seed is None else np.random.SeedSequence(seed)
             out = df
-            for name in columns:
-                out = privatize(out, name, spec, rng=rng)
+            for i, name in enumerate(columns):  # one layout shuffle, after the last column
+                out = privatize(out, name, spec, rng=rng, shuffle=i == len(columns) - 1)
             out._sparseldp_source = df  # errors of any column name the input file
             rows = save_parquet(out, self.output)
             kept = tuple(c for c in df.columns if c not in columns)

@@ -49,6 +49,17 @@ input read the same way; a ``repartition`` or a different
 distribution).  A re-executed task (a retry, a lost executor) draws the same
 stream again, so a seeded output is deterministic.
 
+Where a report lands
+--------------------
+Where a report lands must not depend on its input: a data set partitioned,
+bucketed or sorted by the target column would otherwise give each raw value
+away by the file and position of its report.  :func:`privatize` therefore
+draws, by default, one 63-bit key per row from the partition's stream (the
+OS secure source, or the seed's own stream under a tag of its own), deals the
+rows to the input's number of partitions by it and sorts each by it (one
+shuffle, in the JVM; the key column is dropped).  ``shuffle=False`` keeps the
+input's layout.
+
 Privacy of a lazy result
 ------------------------
 The returned DataFrame is a plan, not data: with ``rng=None`` *every action
@@ -89,6 +100,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 
+from .._validation import check_bool
 from ..io.target import _resolve_mechanism
 from ._common import INSTALL_HINT, _check_df, _col, _find_field, _kind
 from ._count import count_reports
@@ -99,7 +111,7 @@ from ._tasks import _PrivatizeTask, _has_arrow_udf, _scalar_iter_udf, _seed_plan
 __all__ = ["privatize", "count_reports", "save_parquet", "INSTALL_HINT"]
 
 
-def privatize(df, column: str, mechanism, *, output_column: str | None = None, rng=None):
+def privatize(df, column: str, mechanism, *, output_column: str | None = None, rng=None, shuffle: bool = True):
     r"""Replace an integer column of a Spark DataFrame by reports ``Y ~ M(. | x)``; lazily.
 
     Each row's value ``x`` becomes one report of the mechanism, an independent
@@ -129,6 +141,17 @@ def privatize(df, column: str, mechanism, *, output_column: str | None = None, r
         with ``tag`` a hash of the output column's name, so no stream is used
         twice, and the output is reproducible **for a given partitioning**
         only (module docstring).  Simulation only, **not for production**.
+    shuffle : bool, keyword-only
+        ``True`` (default): the rows are dealt to ``df``'s number of partitions
+        and ordered within each by a key drawn per row from the same source
+        (the OS secure source, or the seed's own stream), so that neither the
+        output file a report lands in nor its position depends on the input's
+        layout.  Without it a data set partitioned, bucketed or sorted by the
+        target column gives each raw value away by where its report is
+        (measured: ``age=30`` and ``age=40`` directories came out as two files
+        holding exactly those rows).  ``False`` keeps the input's layout (no
+        shuffle stage): only for an input whose layout does not depend on the
+        target.
 
     Returns
     -------
@@ -152,7 +175,7 @@ def privatize(df, column: str, mechanism, *, output_column: str | None = None, r
     if output_column is not None and output_column != column:
         if not isinstance(output_column, str) or not output_column:
             raise TypeError(f"output_column must be None or a non-empty string; got {output_column!r}")
-        if any(f.name == output_column for f in df.schema.fields):
+        if any(f.name.lower() == output_column.lower() for f in df.schema.fields):  # Spark's default: any case
             raise ValueError(f"output_column {output_column!r} already exists in the DataFrame; pick a new name, "
                              f"or None to replace {column!r} in place")
         output = output_column
@@ -165,7 +188,24 @@ def privatize(df, column: str, mechanism, *, output_column: str | None = None, r
     task = _PrivatizeTask(target, digest, column, kind, plan, arrow)
     # Only this column crosses to Python and back; the other columns stay in the JVM.
     out = df.withColumn(output, _scalar_iter_udf(task, arrow)(_col(column)))
+    if check_bool(shuffle, "shuffle"):
+        out = _shuffled(out, df, rng, output, arrow)
     # Kept so that save_parquet / count_reports can name the input file of a bad value: above the
     # Python stage, input_file_name() no longer sees the scan.
     out._sparseldp_source = df
     return out
+
+
+# The name of the temporary shuffle key column (dropped before the result is returned).
+_KEY = "__sparseldp_shuffle_key__"
+
+
+def _shuffled(out, df, rng, output: str, arrow: bool):
+    """``out`` dealt to ``df``'s number of partitions by a per-row random key and sorted by it within each
+    (:class:`._tasks._ShuffleKeyTask`; the key's stream is tagged apart from the reports')."""
+    from ._tasks import _ShuffleKeyTask
+
+    plan = _seed_plan(rng, output + "\x00shuffle")
+    key = _scalar_iter_udf(_ShuffleKeyTask(plan, arrow), arrow)(_col(output))
+    parts = max(1, df.rdd.getNumPartitions())
+    return out.withColumn(_KEY, key).repartition(parts, _col(_KEY)).sortWithinPartitions(_KEY).drop(_KEY)

@@ -113,6 +113,28 @@ class _PrivatizeTask:
                 yield pd.Series(y, dtype="int64")
 
 
+class _ShuffleKeyTask:
+    """Scalar-iterator UDF of the layout shuffle (:func:`~sparseldp.spark.privatize`'s ``shuffle``): one
+    uniform 63-bit key per row from the partition's own stream (the OS secure source, or the seeded one
+    under a tag of its own), so that where a report lands says nothing of its input."""
+
+    def __init__(self, plan, arrow: bool):
+        self.plan, self.arrow = plan, arrow
+
+    def __call__(self, batches):
+        import pyarrow as pa
+
+        source = _partition_source(self.plan, _task_partition())
+        for values in batches:
+            keys = (source.words(len(values)) >> np.uint64(1)).astype(np.int64)
+            if self.arrow:
+                yield pa.array(keys, type=pa.int64())
+            else:
+                import pandas as pd
+
+                yield pd.Series(keys, dtype="int64")
+
+
 def _scalar_iter_udf(task, arrow: bool):
     """The UDF object: ``arrow_udf`` (pyspark >= 4.1) or ``pandas_udf``, scalar iterator, nondeterministic.
 
