@@ -479,3 +479,14 @@ def test_the_report_renders_in_a_real_browser(tmp_path):
     png = base64.b64decode(shot["data"])
     (tmp_path / "report.png").write_bytes(png)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+def test_a_clipped_spec_with_disjoint_rows_in_range_reports_delta_one(tmp_path):
+    # s = 3 on 0..10, H = 3: rows 3 apart share no output; dp-accounting cannot represent that loss
+    # distribution, and the page failed instead of saying delta = 1
+    path = tmp_path / "cl3.json"
+    path.write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 3, "domain": [0, 10], "window": "clipped"}))
+    data = report_data(load_spec(path), eps=1.0, H=3, reports=4)
+    assert data.composition["route"] == "dp-accounting"
+    assert [row["delta_at_keps"].value for row in data.composition["rows"]] == [1.0, 1.0, 1.0]
+    assert 'data-value="1.0"' in build_report(load_spec(path), eps=1.0, H=3, reports=4)
