@@ -215,6 +215,9 @@ def test_output_column_is_matched_in_any_case(spark, data):
     for name in ("ID", "X"):  # Spark resolves names in any case: these would overwrite id / x
         with pytest.raises(ValueError, match=f"output_column '{name}' already exists"):
             privatize(df, "x", MECH, output_column=name)
+    both = df.selectExpr("x", "id AS X")  # (pyspark's raw AMBIGUOUS_REFERENCE before)
+    with pytest.raises(ValueError, match=r"column 'x' and 'X' differ only in case"):
+        privatize(both, "x", MECH)
 
 
 @needs_spark

@@ -40,6 +40,12 @@ def _find_field(df, column, name: str = "column"):
         raise ValueError(f"column {column!r} not found in the DataFrame; its columns are {shown}")
     if len(hits) > 1:
         raise ValueError(f"column {column!r} appears {len(hits)} times in the DataFrame; it must be unique")
+    # Spark resolves names in any case (spark.sql.caseSensitive is false by default): another column
+    # whose name differs only in case makes the reference ambiguous
+    same = [f.name for f in fields if f.name != column and f.name.lower() == column.lower()]
+    if same:
+        raise ValueError(f"column {column!r} and {', '.join(map(repr, same))} differ only in case, and Spark "
+                         "resolves column names in any case; rename one of them")
     return hits[0], fields[hits[0]]
 
 
