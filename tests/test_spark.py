@@ -366,6 +366,11 @@ def test_cli_engine_spark_end_to_end(spark, data, bad, tmp_path, capsys):
     assert cli_main(["privatize", "--engine", "spark", str(data["parts"]), "-m", str(data["spec"]), "-c", "x",
                      "-o", str(out)]) == 2
     assert "it exists" in capsys.readouterr().err
+    # an input that is not Parquet says why (the innermost Java cause), not "an error occurred while calling"
+    (tmp_path / "not.parquet").write_text("not parquet\n")
+    assert cli_main(["privatize", "--engine", "spark", str(tmp_path / "not.parquet"), "-m", str(data["spec"]),
+                     "-c", "x", "-o", str(tmp_path / "o2")]) == 2
+    assert "is not a Parquet file" in capsys.readouterr().err
 
 
 def test_engine_spark_without_the_extra_says_what_to_install(monkeypatch, tmp_path, capsys):

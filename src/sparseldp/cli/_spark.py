@@ -169,8 +169,24 @@ def _read(spark, path: str):
     try:
         return spark.read.parquet(path)
     except Exception as exc:  # noqa: BLE001 - AnalysisException, Py4JJavaError...: all say the input is unreadable
-        text = " ".join(str(exc).split("\n")[0].split())
+        text = _java_reason(exc) or " ".join(str(exc).split("\n")[0].split())
         raise ValueError(f"cannot read input {path!r} as Parquet: {text[:300]}") from None
+
+
+def _java_reason(exc) -> str | None:
+    """The innermost Java cause's message of a Py4JJavaError ("An error occurred while calling o29.parquet."
+    says nothing), or ``None``."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        reason = None
+        while java is not None:
+            message = java.getMessage()
+            if message:
+                reason = " ".join(str(message).split("\n")[0].split())
+            java = java.getCause()
+        return reason
+    except Exception:  # noqa: BLE001 - a broken gateway: fall back to the Python message
+        return None
 
 
 @contextlib.contextmanager
