@@ -397,3 +397,16 @@ def test_unusable_temporary_directory_is_a_clear_error(d, monkeypatch, tmp_path)
                                          r"'.*missing'"):
         sio.privatize_file(d / "ab.csv", "-", mechanism=d / "mech.json", column="a", rng=1)
     assert stdout.buffer.getvalue() == b""
+
+
+def test_a_stale_spark_directory_of_a_dead_run_is_removed(tmp_path):
+    # save_parquet's hidden directory, left by a run killed outright: removed by the next run to that target
+    stale = tmp_path / ".out.sparseldp-999999999-deadbeef.tmp"
+    (stale / "_temporary").mkdir(parents=True)
+    (stale / "_temporary" / "part-0.parquet").write_bytes(b"x")
+    live = tmp_path / f".out.sparseldp-{os.getpid()}-deadbeef.tmp"  # a run in progress: left alone
+    live.mkdir()
+    other = tmp_path / ".other.sparseldp-999999999-deadbeef.tmp"  # another target's: left alone
+    other.mkdir()
+    assert _files.clean_stale(tmp_path / "out") == [stale]
+    assert not stale.exists() and live.exists() and other.exists()

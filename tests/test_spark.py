@@ -287,6 +287,11 @@ def test_null_fails_privatize_and_nothing_is_written(spark, bad, tmp_path):
         save_parquet(privatize(df, "x", MECH), target)
     assert "part-1.parquet" in str(info.value) and "partition " in str(info.value)
     assert not target.exists() and list(tmp_path.iterdir()) == []
+    # a hidden directory left by a run killed outright (SIGKILL) is removed by the next run to the target
+    stale = tmp_path / ".out.sparseldp-999999999-deadbeef.tmp"
+    (stale / "_temporary").mkdir(parents=True)
+    assert save_parquet(privatize(df.where("x is not null and x < 100"), "x", MECH), target) > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 @needs_spark

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import stat
 from pathlib import Path
 
@@ -151,7 +152,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def clean_stale(path) -> list[Path]:
-    """Remove temporary files of ``path`` left by runs whose process is gone; return them.
+    """Remove temporary files (or a Spark job's temporary directories) of ``path`` left by runs whose
+    process is gone; return them.
 
     Only files named by :func:`temp_name` for this very target are considered,
     and only when the process id in the name no longer exists, so a run in
@@ -170,7 +172,10 @@ def clean_stale(path) -> list[Path]:
         if m is None or _pid_alive(int(m.group(1))):
             continue
         try:
-            os.unlink(entry.path)
+            if entry.is_dir(follow_symlinks=False):  # a Spark job's output directory (sparseldp.spark)
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
             removed.append(Path(entry.path))
         except OSError:  # pragma: no cover - raced with another cleaner, or not ours to remove
             pass

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 
+from .._files import clean_stale
 from ._common import _check_df
 from ._errors import _run
 
@@ -49,6 +51,8 @@ def save_parquet(df, path, *, compression: str = "snappy") -> int:
         raise ValueError(f"cannot write output {path!r}: it exists; write a new directory")
     if parent_missing:
         raise ValueError(f"cannot write output {path!r}: directory {parent.toUri().getPath()!r} does not exist")
+    if local:  # a run killed outright (SIGKILL) left its hidden directory: removed when its process is gone
+        clean_stale(dst.toUri().getPath())
     tmp = hpath(parent, f".{dst.getName()}.sparseldp-{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
         _run(lambda: df.write.option("compression", compression).parquet(tmp.toString()), source)
@@ -61,6 +65,12 @@ def save_parquet(df, path, *, compression: str = "snappy") -> int:
             raise ValueError(f"cannot write output {path!r}: renaming the finished job's directory failed "
                              "(did something else create it meanwhile?)")
     finally:
-        if fs.exists(tmp):
-            fs.delete(tmp, True)
+        try:
+            if fs.exists(tmp):
+                fs.delete(tmp, True)
+        except Exception:  # noqa: BLE001 - the JVM is gone (a signal broke the gateway): remove it from here
+            if local:
+                shutil.rmtree(tmp.toUri().getPath(), ignore_errors=True)
+            else:  # pragma: no cover - a remote file system needs the JVM
+                raise
     return int(spark.read.parquet(dst.toString()).count())  # from the parts' footers: no data is read
