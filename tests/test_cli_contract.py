@@ -570,3 +570,27 @@ def test_privatize_shows_a_progress_bar_on_a_terminal_only(d, capsys, monkeypatc
     assert rc == 0, err
     assert ("privatizing" in err) == tty, err
     assert (d / "p.csv").exists()
+
+
+def test_a_signal_that_surfaces_as_a_library_error_still_ends_as_interrupted(monkeypatch, capsys):
+    # under --engine spark a SIGTERM raised inside py4j's socket read came back as py4j's own error,
+    # reported as an internal error (exit 70); the run is interrupted (143)
+    import signal
+
+    import sparseldp.cli as cli
+
+    def app(**kw):
+        cli._SIGNALLED.append(signal.SIGTERM)
+        raise RuntimeError("SparkSession does not exist in the JVM")
+
+    monkeypatch.setattr(cli, "app", app)
+    assert cli.main(["privatize"]) == 143
+    err = capsys.readouterr().err
+    assert err == "error: interrupted by SIGTERM; no output file was written\n"
+
+    def app_full(**kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "app", app_full)
+    assert cli.main(["report"]) == 2  # and the message says what, not an empty ': '
+    assert capsys.readouterr().err == "error: no space left on device (writing the output)\n"

@@ -81,11 +81,23 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+# Signals received in this run: a signal raised inside a library's own I/O (py4j's socket read, under
+# --engine spark) can come back as that library's error instead of Interrupted; the run still ends as
+# interrupted.
+_SIGNALLED: list[int] = []
+
+
 def _on_signal(signum, frame):  # pragma: no cover - exercised in a subprocess test
     # Further signals would interrupt the clean-up this exception triggers: ignore them from now on.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    _SIGNALLED.append(signum)
     raise Interrupted(signum)
+
+
+def _interrupted(signum: int) -> int:
+    remove_live_temps()
+    return _error(f"interrupted by {signal.Signals(signum).name}; no output file was written", 128 + signum)
 
 
 def _one_line(text) -> str:
@@ -115,17 +127,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv) -> int:
+    _SIGNALLED.clear()
     try:
         result = app(args=argv, standalone_mode=False)
         return result if isinstance(result, int) and not isinstance(result, bool) else 0
     except Interrupted as exc:
-        remove_live_temps()
-        name = signal.Signals(exc.signum).name
-        return _error(f"interrupted by {name}; no output file was written", 128 + exc.signum)
+        return _interrupted(exc.signum)
     except KeyboardInterrupt:  # a KeyboardInterrupt raised before our handler was installed
         remove_live_temps()
         return _error("interrupted by SIGINT; no output file was written", 130)
     except (ValueError, TypeError) as exc:
+        if _SIGNALLED:  # the signal surfaced as a library's error (module comment of _SIGNALLED)
+            return _interrupted(_SIGNALLED[0])
         return _error(exc)
     except typer.Exit as exc:
         return exc.exit_code
@@ -155,11 +168,14 @@ def _run(argv) -> int:
         return 128 + signal.SIGPIPE
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
-            return _error(f"no space left on device: {exc.filename or ''}")
+            return _error("no space left on device" + (f": {exc.filename}" if exc.filename else
+                                                       " (writing the output)"))
         return _error(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}")
     except SystemExit as exc:  # pragma: no cover - typer internals
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     except Exception as exc:  # noqa: BLE001 - the last resort of the contract: a bug, said in one line
+        if _SIGNALLED:  # e.g. py4j's "SparkSession does not exist in the JVM" after SIGTERM
+            return _interrupted(_SIGNALLED[0])
         return _internal(exc)
 
 
