@@ -89,7 +89,9 @@ What counts as an integer
 Row numbers in messages are 1-based data rows (the first record after the
 header is row 1); CSV messages also give the 1-based line of the file where
 the record starts.  With several columns, the first bad value in file order
-(row, then column position) is reported.
+(row, then column position) is reported.  A message names the row, the line,
+the column and what is wrong, never the value itself: it is a raw input, and
+messages end up in logs and terminals.
 
 Randomness: ``rng=None`` (the default) draws from the operating system's
 secure source (:class:`sparseldp._rng.SystemBitSource`).  An ``int``,

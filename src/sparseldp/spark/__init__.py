@@ -74,7 +74,8 @@ A column whose type cannot hold integers (float, decimal, boolean...) is
 refused at once, before any job.  Nulls, strings that are not integers by the
 file path's rule, values outside ``|x| < 10^18`` (so ``x +- t`` stays inside
 int64) and values outside the mechanism's domain fail the job.  The
-``ValueError`` names the column, the value and where it is: for
+``ValueError`` names the column, what is wrong and where it is (never the value itself, a raw input
+that would end up in logs): for
 :func:`privatize`, the partition, the 1-based row within it and the input
 file when Spark can tell (one input file, or a file scan, where a second
 query on the error path finds the file that holds that row); for
@@ -166,7 +167,7 @@ def privatize(df, column: str, mechanism, *, output_column: str | None = None, r
         At once: a bad argument, a missing or repeated column, a column type
         that cannot hold integers, an existing ``output_column``.  When the
         plan runs: a null, a non-integer, a value with ``|x| >= 10^18`` or
-        outside the mechanism's domain, naming the column, the value, the
+        outside the mechanism's domain, naming the column, the reason (not the value), the
         partition and row, and the input file when known.
     """
     df = _check_df(df)
