@@ -117,7 +117,8 @@ class _NoPairs:
         return 0.0
 
 
-def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_star: float) -> dict:
+def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_star: float,
+                         sampler_delta: float | None = None) -> dict:
     ks = composition_ks(K)
     m = spec.mechanism  # the report covers the two families (a baseline spec has no mechanism on Z)
     route = spec_route(spec, H)  # the rule account --reports and privatize follow
@@ -163,8 +164,15 @@ def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_s
     rows = []
     for k in out["ks"]:
         row = {"k": k}
-        row["basic_delta"] = Num(f"composition[{k}].basic_delta", min(1.0, k * delta_star), "upper",
-                                 "basic composition: min(1, k delta_star_upper)")
+        # basic composition bounds what is actually drawn: the larger of the mechanism's bound and the
+        # realized sampler's certificate (a few 1e-16 above it), when that was computed
+        if sampler_delta is None:
+            row["basic_delta"] = Num(f"composition[{k}].basic_delta", min(1.0, k * delta_star), "upper",
+                                     "basic composition: min(1, k delta_star_upper)")
+        else:
+            row["basic_delta"] = Num(f"composition[{k}].basic_delta", min(1.0, k * max(delta_star, sampler_delta)),
+                                     "upper", "basic composition: min(1, k delta), delta the larger of "
+                                     "delta_star_upper and the realized sampler's certificate")
         if comps is not None:
             c = comps[k]
             if hasattr(c, "delta_error"):

@@ -73,8 +73,10 @@ def compute(spec, *, eps: float, H: int, delta_target, reports: int, n: int, dom
     data.guarantee = _guarantee_section(spec, eps, H, delta_target)
     data.certificate = _certificate_section(spec, eps, H)
     with np.errstate(over="ignore", under="ignore"):  # e^eps overflowing to inf inside dp-accounting is harmless
+        upper = data.certificate.get("upper")  # the realized sampler's bound, when it was computed
         data.composition = _composition_section(spec, eps, H, delta_target, reports,
-                                                data.guarantee["delta_star"].value)
+                                                data.guarantee["delta_star"].value,
+                                                None if upper is None else upper.value)
     data.utility = _utility_section(spec, lo_hi, n, data.x0)
     data.provenance = _provenance(version, source, generated, data)
     return data
