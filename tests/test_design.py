@@ -305,3 +305,14 @@ def test_eps_beyond_the_gaussian_design_cap_is_named(call):
     with pytest.raises(ValueError, match=r"eps must be a real number in \[0, 1e\+50\] for a gaussian design "
                                          r"\(sigma would underflow beyond\)"):
         call()
+
+
+@pytest.mark.parametrize("family, eps, delta, H", [
+    ("gaussian", 0.1, 1e-6, 5),  # s = 2897 where 2861 is certified at the same sigma (an independent probe)
+    ("laplace", 4.0, 0.99, 5),  # s = 27 where 25 is
+    ("laplace", 1.0, 1 - 1e-15, 3),  # s = 9 where 5 is
+    ("laplace", 1.0, 1e-6, 5), ("gaussian", 1.0, 1e-6, 5), ("gaussian", 2.0, 1e-9, 20),
+])
+def test_design_takes_the_smallest_support_of_its_parameter(family, eps, delta, H):
+    d = design(family, eps=eps, delta=delta, H=H)
+    assert d.s == smallest_support(family, eps=eps, delta=delta, H=H, param=d.parameter[1])
