@@ -11,7 +11,8 @@ import pytest
 from sparseldp.baselines import FAMILIES, discrete_gaussian, randomized_response, square_wave
 from sparseldp.channel import SparseChannel
 from sparseldp.channel import upper as U
-from sparseldp.spec import format_upper, load_spec, spec_from_channel
+from sparseldp._format import format_upper
+from sparseldp.spec import load_spec, spec_from_channel
 
 EPS = np.array([0.0, 0.05, 0.3, 1.0, 2.5, 7.0, 750.0])
 

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "sparseldp"
 #: Layer of every module (lower layers never import higher ones).
 LAYERS = {
     0: ["errors", "_validation", "_frozen", "_format", "_rng", "_files", "core.protocol"],
-    1: ["core.kernels"],
+    1: ["core.kernels", "_claims"],  # _claims: a spec's claims checked (duck-typed; spec imports it)
     2: ["core.accounting", "core.bounds"],
     3: ["sampling"],
     4: ["channel"],

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from sparseldp import SparseLaplace
-from sparseldp.spec import Guarantee, format_lower, format_upper, load_spec
+from sparseldp._format import format_lower, format_upper
+from sparseldp.spec import Guarantee, load_spec
 from cli_helpers import one_error, run
 
 SPEC = {"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 3,

@@ -116,8 +116,9 @@ def _worst_h(mechanism, H: int) -> int:
 def _summary(mechanism, eps: float, H: int, as_json: bool, k=None) -> None:
     """``--summary``: ``delta_star`` (rigorous upper bound), the worst separation and its split; O(1) in ``H``.
 
-    Every printed bound is rounded outward (:func:`sparseldp.spec.format_upper`): still a bound."""
-    from ..spec import Guarantee, format_upper
+    Every printed bound is rounded outward (:func:`sparseldp._format.format_upper`): still a bound."""
+    from .._format import format_upper
+    from ..spec import Guarantee
 
     upper = _upper(mechanism, eps, H)
     h = _worst_h(mechanism, H)
@@ -155,10 +156,10 @@ def _print_reports(console, r) -> None:
     """The lines of ``--reports k``: basic composition, then the exact composition or why there is none.
 
     Upper bounds (basic composition's delta, the error bound, ``delta + error``, the smallest eps) are
-    printed rounded up (:func:`sparseldp.spec.format_upper`)."""
+    printed rounded up (:func:`sparseldp._format.format_upper`)."""
     if r is None:
         return
-    from ..spec import format_upper
+    from .._format import format_upper
     console.print(f"{r.k} reports of one person (fresh noise each), inputs up to H = {r.H} apart:", soft_wrap=True)
     console.print(f"  basic composition: (eps = {r.basic_eps:.6g}, delta <= {format_upper(r.basic_delta)})-LDP "
                   "(k eps and min(1, k delta_star): a rigorous upper bound)", soft_wrap=True)
@@ -193,7 +194,7 @@ def _print_table(mechanism, eps: float, H: int, delta_star: float, h_max: int, r
     """The table view; ``h_max`` is the smallest ``h <= H`` attaining ``delta_star`` (printed rounded up)."""
     from rich.table import Table
 
-    from ..spec import format_upper
+    from .._format import format_upper
 
     name, value = mechanism.parameter
     hs = _shown_hs(H, h_max)
@@ -248,7 +249,8 @@ def _check_reports(k):
 
 def _account_spec(path, eps, H, as_json: bool, summary: bool, k=None) -> None:
     """``account --mechanism spec.json``: the spec's guarantee, recomputed (and its claims checked on load)."""
-    from ..spec import Guarantee, format_upper, load_spec
+    from .._format import format_upper
+    from ..spec import Guarantee, load_spec
 
     spec = load_spec(path)
     g = spec.guarantee

@@ -54,7 +54,7 @@ __all__ = ["design_command"]
 def _print_table(d, output: Path | None, header: str) -> None:
     from rich.table import Table
 
-    from ..spec import format_upper
+    from .._format import format_upper
 
     m = d.mechanism
     table = Table(show_header=False)

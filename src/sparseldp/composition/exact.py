@@ -83,7 +83,7 @@ from ..core.mechanisms import RadiusMechanism
 from ..core.protocol import LocalRandomizer
 from ..errors import InfeasibleError
 from ._lattice import MAX_POINTS, KFold, LatticeLoss
-from .pld import to_pld
+from .pld import _pld_or_none, to_pld
 
 __all__ = ["compose", "Composition", "LatticeComposition", "PLDComposition"]
 
@@ -367,13 +367,8 @@ def compose(mechanism, k, *, h=None, H=None, x=None, x_prime=None, value_discret
         raise ValueError("a channel is not translation invariant: give x and x_prime instead of h or H")
     if x is None or x_prime is None:
         raise ValueError("x and x_prime (two input values of the channel) are required for a channel")
-    try:
-        pld = _self_composed(to_pld(mechanism, x=x, x_prime=x_prime, value_discretization_interval=vdi), k)
-    except ValueError as exc:
-        if "disjoint supports" not in str(exc):
-            raise
-        pld = None
-    return PLDComposition(mechanism, k, [(None, pld)])
+    pld = _pld_or_none(mechanism, x=x, x_prime=x_prime, value_discretization_interval=vdi)
+    return PLDComposition(mechanism, k, [(None, None if pld is None else _self_composed(pld, k))])
 
 
 def _self_composed(pld, k: int):

@@ -150,3 +150,15 @@ def to_pld(mechanism, h=None, *, x=None, x_prime=None, value_discretization_inte
         pessimistic_estimate=True, value_discretization_interval=vdi,
         log_mass_truncation_bound=-math.inf, symmetric=symmetric,
     )
+
+
+def _pld_or_none(mechanism, *, x, x_prime, value_discretization_interval):
+    """:func:`to_pld` of a channel's rows ``x``, ``x_prime``, or ``None`` when their supports are disjoint
+    (one report tells them apart: ``delta = 1``, which dp-accounting cannot represent; a
+    :class:`~sparseldp.composition.PLDComposition` entry of ``None`` stands for it)."""
+    try:
+        return to_pld(mechanism, x=x, x_prime=x_prime, value_discretization_interval=value_discretization_interval)
+    except ValueError as exc:
+        if "disjoint supports" not in str(exc):
+            raise
+        return None

@@ -30,7 +30,7 @@ _COPY_BYTES = 1 << 20
 def _check_output(src: _Source, output: Path, fmt: str) -> Path:
     """Check ``output`` before any work; return the file that will be replaced (a link's final target)."""
     target = check_output_path(output, "output")
-    if src.path is not None and (same_file(output, src.path) or same_file(target, src.path)):
+    if src.path is not None and same_file(target, src.path):  # (same_file follows links: output's is target's)
         raise ValueError(f"output {str(output)!r} is the input file; write the privatized copy elsewhere")
     if src.path is None and _is_stdin_file(src, target):
         raise ValueError(f"output {str(output)!r} is the file on standard input; write the privatized copy "
@@ -103,10 +103,10 @@ def _write_stdout(out, write: Callable) -> int:
     return rows
 
 
-def _write_atomically(path: Path, write: Callable) -> int:
-    """``write(fh)`` into a temporary file beside the file ``path`` leads to, fsync, rename; the temporary
-    never survives.  For a symbolic link the link's final target is replaced, not the link."""
-    target = check_output_path(path, "output")
+def _write_atomically(path: Path, target: Path, write: Callable) -> int:
+    """``write(fh)`` into a temporary file beside ``target``, the file ``path`` leads to (what
+    :func:`_check_output` returned), fsync, rename; the temporary never survives.  For a symbolic link
+    the link's final target is replaced, not the link."""
     try:
         fd, tmp = open_temp(target)  # mode 0o666 less the umask; stale temporaries of dead runs removed
     except ValueError as exc:  # "cannot write 'x': ..." -> the wording of every other output error here

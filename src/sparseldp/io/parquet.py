@@ -138,7 +138,7 @@ def _iter_parquet(pf, label: str, columns: tuple[str, ...], batch_size: int,
 _SPARK_ROW = b"org.apache.spark.sql.parquet.row.metadata"
 
 
-def _without_target_pandas_metadata(schema, targets: set):
+def _without_target_metadata(schema, targets: set):
     """``schema`` with the pandas (and Spark) metadata of the privatized columns ``targets`` reset.
 
     The schema-level metadata is copied (it describes the table), except that pandas' entry of a
@@ -191,7 +191,7 @@ def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ..
         old = out_schema.field(i)
         # the field's own metadata describes the raw column (it may even hold its values): not copied
         out_schema = out_schema.set(i, pa.field(old.name, pa.int64(), nullable=old.nullable))
-    out_schema = _without_target_pandas_metadata(out_schema, {out_schema.field(i).name for i in index})
+    out_schema = _without_target_metadata(out_schema, {out_schema.field(i).name for i in index})
     compression = "snappy"
     if pf.metadata.num_row_groups and pf.metadata.num_columns:
         compression = pf.metadata.row_group(0).column(0).compression.lower()

@@ -325,8 +325,7 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
         if out_stdio:  # buffered in a temporary file, copied out only after the last row succeeded
             rows = _write_stdout(_stdout_for(src), write)
         else:
-            _check_output(src, output_path, fmt)
-            rows = _write_atomically(output_path, write)
+            rows = _write_atomically(output_path, _check_output(src, output_path, fmt), write)
     return PrivatizeResult(rows=rows, seconds=time.perf_counter() - t0, input=input_path, output=output_path,
                            column=names[0], format=fmt, seeded=seeded, columns=names,
                            blank_lines=tally.blank_lines,

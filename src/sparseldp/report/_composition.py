@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..composition import PLDComposition, compose, spec_route, to_pld
+from ..composition import PLDComposition, compose, spec_route
+from ..composition.pld import _pld_or_none
 from ..errors import InfeasibleError
 from ._common import Num
 
@@ -153,7 +154,8 @@ def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_s
             ks = sorted({1, K} | ({ks[len(ks) // 2]} if len(ks) > 2 else set()))
             out["ks"] = ks
             with np.errstate(over="ignore", under="ignore"):  # dp-accounting's exp(eps) at large eps is inf: fine
-                plds = [_pld_of_pair(ch, a, b) for a, b in pairs]
+                # None for disjoint rows (delta = 1; the page says so rather than failing)
+                plds = [_pld_or_none(ch, x=a, x_prime=b, value_discretization_interval=PLD_VDI) for a, b in pairs]
                 comps = {k: _CappedEps(PLDComposition(ch, k, [(None, p if k == 1 or p is None else p.self_compose(k))
                                                                for p in plds])) for k in ks}
             out.update(route="dp-accounting", kind="upper", pairs=len(pairs),
@@ -199,18 +201,6 @@ def _composition_section(spec, eps: float, H: int, delta_target, K: int, delta_s
         value = at_keps[k] if k in at_keps and out["route"] != "lattice" else float(comps[k].delta(k * eps))
         row["delta_at_keps"] = Num(f"composition[{k}].delta", value, out["kind"], out["how"])
     return out
-
-
-def _pld_of_pair(ch, a, b):
-    """dp-accounting's privacy loss distribution of rows ``a``, ``b``; ``None`` when their supports are
-    disjoint (one report tells them apart: delta = 1, which dp-accounting cannot represent; the page then
-    says so instead of failing, as :func:`sparseldp.composition.compose` does for a channel)."""
-    try:
-        return to_pld(ch, x=a, x_prime=b, value_discretization_interval=PLD_VDI)
-    except ValueError as exc:
-        if "disjoint supports" not in str(exc):
-            raise
-        return None
 
 
 def _eps_or_reason(c, delta: float, key: str, kind: str):
