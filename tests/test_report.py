@@ -501,3 +501,21 @@ def test_basic_composition_bounds_the_realized_sampler(tmp_path):
     assert upper > data.guarantee["delta_star"].value  # the case that matters
     for row in data.composition["rows"]:
         assert row["basic_delta"].value >= min(1.0, row["k"] * upper)
+
+
+@pytest.mark.parametrize("s", [7, 201])
+def test_none_notes_only_where_a_cell_says_none(s):
+    """The notes that explain "none" appear in a section exactly when one of its cells says none."""
+    from sparseldp.spec import spec_from_mechanism
+
+    m = SparseLaplace(lam=0.5, s=s)
+    spec = spec_from_mechanism(m, eps=1.0, H=3, delta=min(1.0, float(m.delta_star_upper(1.0, 3))))
+    html = build_report(spec, domain=(0, 20), reports=10, n=5000, generated=GENERATED)
+    sections = html.split("<section")[1:]
+    seen = 0
+    for sec in sections:
+        cells = sec.count('class="none"')
+        notes = sec.count("“none”:")
+        assert (cells > 0) == (notes > 0), sec[:80]
+        seen += cells
+    assert (seen > 0) == (s == 7)  # the narrow window's leakage exceeds the small deltas; the wide one's does not

@@ -290,8 +290,9 @@ def _guarantee(d: ReportData) -> str:
         mark = " (target)" if d.delta_target is not None and delta == d.delta_target else ""
         rows.append((_plain(delta) + mark, _num(num, 10, badge=False) if num is not None else _none(why)))
     html.append(_table(("δ", f"smallest ε with δ*(ε; {d.H}) ≤ δ " + _badge("upper")), rows, right=(0, 1)))
-    html.append("<p>“none”: the support leakage alone is at least δ, so no ε reaches it (hover for the "
-                "details).</p>")
+    if any(num is None for _, num, _ in g["eps_for_delta"]):
+        html.append("<p>“none”: the support leakage alone is at least δ, so no ε reaches it (hover for the "
+                    "details).</p>")
     pe = g["pure"]
     why = pe["why"][0].upper() + pe["why"][1:]
     html.append(f"<h3>Pure LDP (Theorem 1)</h3><p>The smallest ε of pure ε-LDP on range H is "
@@ -374,7 +375,7 @@ def _composition(d: ReportData) -> str:
     if floor:
         notes.append("The leakage floor 1 − (1 − p<sub>∞</sub>)<sup>k</sup> is the part of δ that no ε removes "
                      "(p<sub>∞</sub>: one report's support leakage at the worst separation); it grows with k.")
-    if has:
+    if has and any(r[key][0] is None for r in c["rows"] for key in ("eps_at_kdelta", "eps_at_target") if key in r):
         notes.append("“none”: the leakage floor exceeds that δ.")
     if notes:
         html.append("<p>" + " ".join(notes) + "</p>")
