@@ -322,8 +322,8 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=
           battery of ``benchmarks/bench_estimators.py`` its mean errors are
           the lowest of all methods (README, "Estimation"), though in some
           cases a fixed method does better: mostly atoms under kernels much
-          wider than the domain at 10^4-10^5 reports, where the reports cannot
-          tell the members apart and ``"em"`` is the choice if the values are
+          wider than the domain at 10^4-10^5 reports, where held-out
+          likelihood cannot tell the members apart and ``"em"`` is the choice if the values are
           known to sit on a few atoms (README, "Limits").  Its bootstrap intervals
           cover its regularized target: on heaped data (a health index heaped on
           every fourth value) those of CDF points, ranges and quantiles missed
