@@ -216,6 +216,30 @@ def test_clipped_evaluator_is_the_exact_defect(kind, k, H, eps, param, t):
     assert (r1, r2) == pytest.approx(((Q * D).sum(axis=1).mean(), (Q * D**2).sum(axis=1).mean()), rel=1e-10)
 
 
+@pytest.mark.parametrize("kind, param", [("laplace", 0.07), ("laplace", 1.3), ("gaussian", 4.0), ("gaussian", 30.0)])
+@pytest.mark.parametrize("H", [1, 10, 60])
+def test_clipped_evaluator_skips_only_rows_equal_to_the_interior_one(kind, param, H, monkeypatch):
+    """The evaluator forms the defect of the edge rows and of one interior row (the others have the
+    same windows, hence the same sum): bit for bit the value over every row."""
+    k = 300
+    fast = _ClippedBand(get_family(kind), (0, k - 1), 1.0, H, np.full(k, 1.0 / k))
+    full = _ClippedBand(get_family(kind), (0, k - 1), 1.0, H, np.full(k, 1.0 / k))
+    monkeypatch.setattr(full, "_distinct_rows", lambda t: full.x)
+    skipped = 0
+    for t in (0, 1, 5, 40, 100, 119, 120, 150, 299, 400):
+        assert fast.evaluate(param, t) == full.evaluate(param, t)
+        t = min(t, k - 1)
+        _, lo, hi, _ = fast._geometry(t)
+        kept = fast._distinct_rows(t)
+        # every skipped row's pair has the windows and the offset of a kept one
+        shape = np.stack([lo, hi, fast.partner - fast.x, lo[fast.partner], hi[fast.partner]], axis=1)
+        seen = {tuple(row) for row in shape[kept]}
+        gone = np.setdiff1d(fast.x, kept)
+        assert all(tuple(row) in seen for row in shape[gone])
+        skipped += gone.size
+    assert skipped > 0  # the interior rows were skipped at the small radii
+
+
 @pytest.mark.parametrize("h, delta, span", [(5, 0.3, 10), (9, 1e-3, 9), (3, 0.2, 14)])
 def test_radii_below_the_edge_bound_are_infeasible(h, delta, span):
     t1 = _first_possible_radius(h, delta, span)

@@ -42,7 +42,10 @@ class _ClippedBand:
     are their mirror images), each the sum of
     ``P(y|x) (1 - e^{eps - L(y)})_+`` with the log ratio ``L`` formed in log
     space (full relative precision for tiny defects); the moments are sums of
-    ``w(d) |d|^r`` over the windows.  Everything that depends on ``t`` only
+    ``w(d) |d|^r`` over the windows.  Rows whose window and partner's window
+    are both whole (``t <= x <= b - a - H - t``) have the same sum, so the
+    defect is formed for the rows near the ends and one of those
+    (:meth:`_distinct_rows`): ``O(min(k, 2t + H) (2t + 1))`` per evaluation.  Everything that depends on ``t`` only
     (windows, the partner's columns) is kept for the current radius (when the
     band is at most :data:`_CACHE_ENTRIES`), and the terms are formed a block
     of rows at a time: memory stays bounded whatever the domain.  Rounded to
@@ -74,26 +77,41 @@ class _ClippedBand:
             self._blocks = None
         return self._geo
 
+    def _distinct_rows(self, t):
+        """The rows whose pair's defect can differ (fact 3's pairs to the right): every row within ``t``
+        of the left end, every row whose partner's window or its own reaches past the right end, and one
+        interior row for all the others.  An interior row ``x`` (``t <= x <= k - 1 - H - t``) has the full
+        window ``-t..t``, and so has its partner ``x + H``: the same normalizers, the same terms, the same
+        sum, so the maximum over the rows is that over these (bit for bit: each row's sum is formed alone).
+        """
+        k, H = self.k, int(self.partner[0])  # min(H, b - a)
+        first, last = t, k - 1 - H - t  # the interior rows
+        if last <= first:
+            return self.x
+        return np.concatenate([self.x[:first + 1], self.x[last + 1:]])
+
     def _row_blocks(self, t):
-        """``(r0, r1, pair)`` over blocks of rows of at most :data:`_BLOCK_ENTRIES` entries at radius ``t``:
-        ``pair = (partner, cols, inside, both, leak)`` of rows ``r0..r1-1``.  Kept for the current radius
-        when the whole band is at most :data:`_CACHE_ENTRIES` entries, rebuilt per call otherwise."""
+        """``(rows, pair)`` over blocks of at most :data:`_BLOCK_ENTRIES` entries at radius ``t``, for the
+        rows of :meth:`_distinct_rows`: ``pair = (partner, cols, inside, both, leak)`` of those rows.  Kept
+        for the current radius when the band is at most :data:`_CACHE_ENTRIES` entries, rebuilt per call
+        otherwise."""
         d, lo, hi, _ = self._geometry(t)
         if self._blocks is not None:
             yield from self._blocks
             return
         width = 2 * t + 1
-        keep = self.k * width <= _CACHE_ENTRIES
-        rows = max(1, _BLOCK_ENTRIES // width)
+        rows_all = self._distinct_rows(t)
+        keep = rows_all.size * width <= _CACHE_ENTRIES
+        step = max(1, _BLOCK_ENTRIES // width)
         kept = []
-        for r0 in range(0, self.k, rows):
-            r1 = min(r0 + rows, self.k)
-            x, lo_x, hi_x = self.x[r0:r1], lo[r0:r1], hi[r0:r1]
+        for r0 in range(0, rows_all.size, step):
+            x = rows_all[r0:r0 + step]
+            lo_x, hi_x = lo[x], hi[x]
             inside = (d[None, :] >= lo_x[:, None]) & (d[None, :] <= hi_x[:, None])
-            partner = self.partner[r0:r1]
+            partner = self.partner[x]
             dq = d[None, :] - (partner - x)[:, None]  # the same output's offset in the partner's row
             in_q = (dq >= lo[partner][:, None]) & (dq <= hi[partner][:, None])
-            block = (r0, r1, (partner, np.clip(dq + t, 0, 2 * t), inside, inside & in_q, inside & ~in_q))
+            block = (x, (partner, np.clip(dq + t, 0, 2 * t), inside, inside & in_q, inside & ~in_q))
             if keep:
                 kept.append(block)
             yield block
@@ -117,8 +135,8 @@ class _ClippedBand:
             r2 = float(self.prior @ ((c2[hi] + c2[-lo]) / z))
             logz = np.log(z)
             worst_rows = []
-            for r0, r_end, (partner, cols, inside, both, leak) in self._row_blocks(t):
-                logp = lw[None, :] - logz[r0:r_end, None]
+            for x, (partner, cols, inside, both, leak) in self._row_blocks(t):
+                logp = lw[None, :] - logz[x, None]
                 p = np.where(inside, np.exp(logp), 0.0)
                 excess = logp - (lw[cols] - logz[partner][:, None]) - self.eps  # L(y) - eps
                 terms = np.where(both & (excess > 0), p * -np.expm1(-excess), 0.0)
