@@ -218,26 +218,17 @@ def test_clipped_evaluator_is_the_exact_defect(kind, k, H, eps, param, t):
 
 @pytest.mark.parametrize("kind, param", [("laplace", 0.07), ("laplace", 1.3), ("gaussian", 4.0), ("gaussian", 30.0)])
 @pytest.mark.parametrize("H", [1, 10, 60])
-def test_clipped_evaluator_skips_only_rows_equal_to_the_interior_one(kind, param, H, monkeypatch):
-    """The evaluator forms the defect of the edge rows and of one interior row (the others have the
-    same windows, hence the same sum): bit for bit the value over every row."""
-    k = 300
-    fast = _ClippedBand(get_family(kind), (0, k - 1), 1.0, H, np.full(k, 1.0 / k))
-    full = _ClippedBand(get_family(kind), (0, k - 1), 1.0, H, np.full(k, 1.0 / k))
-    monkeypatch.setattr(full, "_distinct_rows", lambda t: full.x)
-    skipped = 0
-    for t in (0, 1, 5, 40, 100, 119, 120, 150, 299, 400):
-        assert fast.evaluate(param, t) == full.evaluate(param, t)
-        t = min(t, k - 1)
-        _, lo, hi, _ = fast._geometry(t)
-        kept = fast._distinct_rows(t)
-        # every skipped row's pair has the windows and the offset of a kept one
-        shape = np.stack([lo, hi, fast.partner - fast.x, lo[fast.partner], hi[fast.partner]], axis=1)
-        seen = {tuple(row) for row in shape[kept]}
-        gone = np.setdiff1d(fast.x, kept)
-        assert all(tuple(row) in seen for row in shape[gone])
-        skipped += gone.size
-    assert skipped > 0  # the interior rows were skipped at the small radii
+def test_clipped_evaluator_closed_form_matches_every_pair(kind, param, H):
+    """The closed form over prefix sums (and its term-by-term fallback) against the defect of every pair
+    with separation at most H on a 300-value domain, at radii with and without interior rows."""
+    k, eps = 300, 1.0
+    band = _ClippedBand(get_family(kind), (0, k - 1), eps, H, np.full(k, 1.0 / k))
+    for t in (0, 1, 5, 40, 119, 150, 299, 400):
+        Q = dense_clipped(kind, param, 2 * min(t, k - 1) + 1, 0, k - 1)
+        ref = max(float(np.maximum(Q[a] - math.exp(eps) * Q[b], 0.0).sum(axis=1).max())
+                  for h in range(1, H + 1) for a, b in ((slice(0, k - h), slice(h, k)), (slice(h, k), slice(0, k - h))))
+        got = band.evaluate(param, t)[0]
+        assert math.exp(got) == pytest.approx(ref, rel=1e-9, abs=1e-300)
 
 
 @pytest.mark.parametrize("h, delta, span", [(5, 0.3, 10), (9, 1e-3, 9), (3, 0.2, 14)])

@@ -35,8 +35,9 @@ Three facts make the clipped search finite, exact in ``s`` and fast:
    ``(x, x + h)`` is nondecreasing in ``h`` (and likewise to the left).  The
    supremum over pairs ``|x - x'| <= H`` is therefore attained at
    ``x' = x +- min(H, distance to the domain's end)``: ``2 k`` pairs, not
-   ``O(k H)``.  The searches evaluate exactly those pairs from a band of the
-   rows' log-probabilities (:class:`_ClippedBand`, rounded to nearest).
+   ``O(k H)``.  The searches evaluate exactly those pairs, each in closed form
+   from prefix sums of ``w`` over that half-line (:class:`_ClippedBand`,
+   rounded to nearest): ``O(k log t)`` per evaluation, not ``O(k t)``.
 
 Distortion.  ``R1``/``R2`` of a channel are averaged over an input
 distribution (``prior``, uniform by default): ``sum_x prior(x) E[|Y - x|^r | x]``.
