@@ -316,3 +316,16 @@ def test_eps_beyond_the_gaussian_design_cap_is_named(call):
 def test_design_takes_the_smallest_support_of_its_parameter(family, eps, delta, H):
     d = design(family, eps=eps, delta=delta, H=H)
     assert d.s == smallest_support(family, eps=eps, delta=delta, H=H, param=d.parameter[1])
+
+
+@pytest.mark.parametrize("family", ["laplace", "gaussian"])
+@pytest.mark.parametrize("delta", [1e-310, 5e-324])
+def test_a_subnormal_delta_is_a_clear_error(family, delta):
+    """A subnormal target has no relative precision (the searches work with log delta): refused by name."""
+    from sparseldp.design.finite import design_finite
+
+    for call in (lambda: design(family, eps=1.0, delta=delta, H=5),
+                 lambda: design_finite(family, eps=1.0, delta=delta, H=2, domain=(0, 20))):
+        with pytest.raises(ValueError, match=r"delta must be 0 or in \[2.2250738585072014e-308, 1\].*got"):
+            call()
+    assert design(family, eps=1.0, delta=1e-300, H=5).delta_star <= 1e-300

@@ -9,6 +9,7 @@ integers are accepted alike; ``bool`` is rejected where a number is meant.
 from __future__ import annotations
 
 import math
+import sys
 import numbers
 
 import numpy as np
@@ -124,6 +125,15 @@ def check_probability(value, name: str = "delta", *, open_upper: bool = False, o
     v = _real(value, name, allowed)
     if math.isnan(v) or v < 0 or v > 1 or (open_upper and v >= 1) or (open_lower and v <= 0):
         raise ValueError(f"{name} must be a real number {allowed}; got {value!r}")
+    return v
+
+
+def check_design_delta(value, name: str = "delta") -> float:
+    """A target delta for the designers: 0, or a normal double in ``[2.2e-308, 1]`` (a subnormal target has
+    no relative precision, and the searches work with ``log delta``)."""
+    v = check_probability(value, name)
+    if 0.0 < v < sys.float_info.min:
+        raise ValueError(f"{name} must be 0 or in [{sys.float_info.min!r}, 1] (a normal double); got {value!r}")
     return v
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .._validation import check_int, check_nonnegative, check_probability
+from .._validation import check_design_delta, check_int, check_nonnegative
 from ..errors import InfeasibleError
 from ..core.accounting import _near_margin
 from ..core.families import Family, family_of
@@ -144,7 +144,7 @@ def check_design_eps(eps, fam: Family | None) -> float:
 
 def _validate_target(eps, delta, H, fam: Family):
     eps = check_design_eps(eps, fam)
-    delta = check_probability(delta, "delta")
+    delta = check_design_delta(delta, "delta")
     H = check_int(H, "H", minimum=1)
     if H > 2 * fam.max_t:  # Theorem 4: s >= H + 1 is necessary
         raise ValueError(

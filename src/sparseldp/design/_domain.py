@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_int, check_probability
+from .._validation import check_design_delta, check_int
 from ..core.accounting import _near_margin
 from ._common import Design, check_design_eps
 from ..core.families import Family
@@ -26,7 +26,7 @@ _GRID = 24
 def _check_target(eps, delta, H, domain, fam: Family | None = None):
 
     eps = check_design_eps(eps, fam)
-    delta = check_probability(delta, "delta")
+    delta = check_design_delta(delta, "delta")
     H = check_int(H, "H", minimum=1)
     a, b = check_domain(domain)
     # every channel on the domain stores at least one entry per input: refuse before any O(k) work
