@@ -24,6 +24,7 @@ import tempfile
 from io import BytesIO
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import sparseldp.io as sio
@@ -71,7 +72,8 @@ def _snapshot(directory: Path) -> dict:
 @pytest.fixture
 def d(tmp_path):
     (tmp_path / "mech.json").write_text(json.dumps(SPEC))
-    (tmp_path / "ab.csv").write_text("id,a\n" + "".join(f"{i},{i % 10}\n" for i in range(200)))
+    a = np.random.default_rng(7).permutation(np.arange(200) % 10)  # a random row order (sparseldp.io.order)
+    (tmp_path / "ab.csv").write_text("id,a\n" + "".join(f"{i},{a[i]}\n" for i in range(200)))
     return tmp_path
 
 
@@ -410,3 +412,22 @@ def test_a_stale_spark_directory_of_a_dead_run_is_removed(tmp_path):
     other.mkdir()
     assert _files.clean_stale(tmp_path / "out") == [stale]
     assert not stale.exists() and live.exists() and other.exists()
+
+
+def test_replacing_an_output_keeps_its_permission_bits(d, capsys):
+    """A 0o600 output replaced by privatize (or any writer) stays 0o600: the copied columns are not made
+    readable by everyone."""
+
+    out = d / "o.csv"
+    out.write_text("old\n")
+    out.chmod(0o600)
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "-c", "a", "-o", out)
+    assert rc == 0, err
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and out.read_text() != "old\n"
+    new = d / "new.csv"
+    old_umask = os.umask(0o022)
+    try:
+        rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "mech.json", "-c", "a", "-o", new)
+    finally:
+        os.umask(old_umask)
+    assert rc == 0 and stat.S_IMODE(new.stat().st_mode) == 0o644  # a new file: 0o666 less the umask

@@ -183,7 +183,9 @@ def clean_stale(path) -> list[Path]:
 
 
 def open_temp(path) -> tuple[int, Path]:
-    """Create the temporary file for ``path`` (``O_EXCL``, mode ``0o666`` less the umask).
+    """Create the temporary file for ``path`` (``O_EXCL``, mode ``0o666`` less the umask; the existing
+    file's permission bits when ``path`` exists, so that replacing a ``0o600`` output does not make it
+    readable by everyone).
 
     Stale temporary files of the same target are removed first
     (:func:`clean_stale`).  Returns ``(fd, temp_path)``; the caller writes,
@@ -199,6 +201,15 @@ def open_temp(path) -> tuple[int, Path]:
     except OSError as exc:
         _LIVE.discard(tmp)
         raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = None  # a new file: 0o666 less the umask
+    if mode is not None:
+        try:
+            os.fchmod(fd, mode)
+        except OSError:
+            pass  # a file system without modes: as created
     return fd, tmp
 
 
