@@ -33,7 +33,9 @@ SPEC = {"family": "laplace", "lam": 0.5, "s": 7, "eps": 1.0, "H": 3,
 @pytest.fixture
 def d(tmp_path):
     (tmp_path / "mech.json").write_text(json.dumps(SPEC))
-    (tmp_path / "ab.csv").write_text("id,a,b\n" + "".join(f"{i},{i % 10},{50 + i % 7}\n" for i in range(200)))
+    # values in a random row order: a file ordered by a privatized column is refused (sparseldp.io.order)
+    a, b = np.random.default_rng(7).permutation(np.arange(200) % 10), np.random.default_rng(8).permutation(np.arange(200) % 7)
+    (tmp_path / "ab.csv").write_text("id,a,b\n" + "".join(f"{i},{a[i]},{50 + b[i]}\n" for i in range(200)))
     return tmp_path
 
 
@@ -144,10 +146,31 @@ def test_a_weak_guarantee_warns(d, capsys):
     assert rc == 0 and "weak guarantee" not in err
 
 
-def test_a_spec_without_target_warns(d, capsys):
-    (d / "nt.json").write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 7}))
-    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "nt.json", "-c", "a", "-o", d / "o.csv")
-    assert rc == 0 and "records no target (eps, H)" in err
+def test_a_spec_without_target_is_refused_unless_allowed(d, capsys):
+    # lam = 30, s = 3 keeps the input with probability 1 - 2e-13: not "unchanged" in double precision, and
+    # without a target nothing says so; privatize refuses to publish with it unless told to
+    (d / "nt.json").write_text(json.dumps({"family": "laplace", "lam": 30.0, "s": 3}))
+    assert "records no target (eps, H)" in one_error(capsys, "privatize", d / "ab.csv", "-m", d / "nt.json",
+                                                     "-c", "a", "-o", d / "o.csv")
+    assert not (d / "o.csv").exists()
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "nt.json", "-c", "a", "-o", d / "o.csv",
+                     "--allow-no-target")
+    assert rc == 0 and "records no target (eps, H)" in err and (d / "o.csv").exists()
+
+
+def test_a_weak_eps_and_a_target_the_sampler_misses_warn(d, capsys):
+    (d / "e40.json").write_text(json.dumps({"family": "laplace", "lam": 30.0, "s": 3, "eps": 40, "H": 1}))
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "e40.json", "-c", "a", "-o", d / "o.csv")
+    assert rc == 0 and "eps = 40 is a weak guarantee" in err
+    rc, _, _ = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1e-19", "--H", "3",
+                   "-o", d / "tiny.json")
+    assert rc == 0
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "tiny.json", "-c", "a", "-o", d / "o2.csv")
+    assert rc == 0 and "above the spec's target delta = 1e-19" in err
+    rc, _, _ = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1e-6", "--H", "3",
+                   "-o", d / "ok.json")
+    rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "ok.json", "-c", "a", "-o", d / "o3.csv")
+    assert rc == 0 and "warning" not in err  # an ordinary design: no warning
 
 
 # -- 3. no overwrite of the command's own inputs and outputs --------------------------
@@ -414,7 +437,7 @@ def test_clipped_estimate_with_empty_tail_has_a_finite_error_bar(tmp_path, capsy
     ages = np.random.default_rng(3).integers(0, 100, 20_000)
     (tmp_path / "ages.csv").write_text("age\n" + "\n".join(map(str, ages)) + "\n")
     rc, _, err = run(capsys, "privatize", tmp_path / "ages.csv", "-m", tmp_path / "m.json", "-c", "age", "-o",
-                     tmp_path / "p.csv", "--seed", "9")
+                     tmp_path / "p.csv", "--seed", "9", "--allow-no-target")
     assert rc == 0, err
     rc, out, err = run(capsys, "estimate", tmp_path / "p.csv", "-m", tmp_path / "m.json", "-c", "age", "-o",
                        tmp_path / "est.csv", "--json")
@@ -430,7 +453,7 @@ def test_estimate_warns_when_its_intervals_have_zero_width(tmp_path, capsys):
     (tmp_path / "m.json").write_text(json.dumps({"family": "laplace", "lam": 0.5, "s": 21}))
     (tmp_path / "x.csv").write_text("x\n" + "\n".join(map(str, np.arange(30).repeat(200))) + "\n")
     rc, _, err = run(capsys, "privatize", tmp_path / "x.csv", "-m", tmp_path / "m.json", "-c", "x", "-o",
-                     tmp_path / "y.csv", "--seed", "1")
+                     tmp_path / "y.csv", "--seed", "1", "--keep-order", "--allow-no-target")  # sorted on purpose: the same draw as before
     assert rc == 0, err
     rc, out, err = run(capsys, "estimate", tmp_path / "y.csv", "-m", tmp_path / "m.json", "-c", "x", "-o",
                        tmp_path / "e.csv", "--domain", "0:29", "--json")

@@ -582,10 +582,11 @@ def test_stdout_that_is_the_input_file_is_refused(tmp_path, spec_path, monkeypat
 def test_fifo_input_is_read_like_stdin(tmp_path, spec_path):
     fifo = tmp_path / "in.csv"
     os.mkfifo(fifo)
+    ages = np.random.default_rng(5).permutation(np.arange(500) % 50)  # a random row order (sparseldp.io.order)
 
     def feed():
         with open(fifo, "wb") as fh:
-            fh.write(b"id,age\n" + b"".join(b"%d,%d\n" % (i, i % 50) for i in range(500)))
+            fh.write(b"id,age\n" + b"".join(b"%d,%d\n" % (i, v) for i, v in enumerate(ages)))
 
     writer = threading.Thread(target=feed)
     writer.start()
@@ -878,13 +879,16 @@ def test_cli_errors_exit_2_with_one_line_and_no_output(tmp_path, spec_path, doma
     bad_spec = tmp_path / "bad.json"
     bad_spec.write_text('{"family": "laplace", "lam": -1, "s": 3}')
     out = tmp_path / "out.csv"
-    base = ["privatize", "--mechanism", str(spec_path), "--column", "age"]
+    base = ["privatize", "--mechanism", str(spec_path), "--column", "age", "--allow-no-target"]
     cases = [
         (base + [str(src), "-o", str(out)], r"row 2 \(line 3\): column 'age': the value is not an integer"),
-        (["privatize", "--mechanism", str(domain_spec_path), "--column", "age", str(dom), "-o", str(out)],
+        (["privatize", "--mechanism", str(domain_spec_path), "--column", "age", str(dom), "-o", str(out),
+          "--allow-no-target"],
          r"row 2 \(line 3\): column 'age': the value is outside the mechanism's domain \[0, 99\]"),
-        (["privatize", "--mechanism", str(spec_path), "--column", "nope", str(src), "-o", str(out)],
-         r"column 'nope' not found"),
+        (["privatize", "--mechanism", str(spec_path), "--column", "nope", str(src), "-o", str(out),
+          "--allow-no-target"], r"column 'nope' not found"),
+        (["privatize", "--mechanism", str(spec_path), "--column", "age", str(src), "-o", str(out)],
+         r"records no target \(eps, H\)"),
         (base + [str(tmp_path / "missing.csv"), "-o", str(out)], r"cannot read input"),
         (["privatize", "--mechanism", str(bad_spec), "--column", "age", str(src), "-o", str(out)],
          r"bad mechanism spec .*lam must be a real number > 0"),
@@ -900,7 +904,8 @@ def test_cli_errors_exit_2_with_one_line_and_no_output(tmp_path, spec_path, doma
 def test_cli_success_summary_and_seed_warning(tmp_path, spec_path, capsys):
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     _write_people(src, 50)
-    argv = ["privatize", "--mechanism", str(spec_path), "--column", "age", str(src), "-o", str(out)]
+    argv = ["privatize", "--mechanism", str(spec_path), "--column", "age", str(src), "-o", str(out),
+            "--allow-no-target"]
     assert cli_main(argv + ["--seed", "3"]) == 0
     err = _without_no_target_warning(capsys.readouterr().err)
     assert len(err) == 3
@@ -928,7 +933,7 @@ def test_cli_quiet_when_piped(tmp_path, spec_path):
     _write_people(src, 50)
     proc = subprocess.run(
         [sys.executable, "-m", "sparseldp.cli", "privatize", "--mechanism", str(spec_path), "--column", "age",
-         str(src), "-o", str(out)],
+         str(src), "-o", str(out), "--allow-no-target"],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
@@ -969,3 +974,73 @@ def test_demo_data(tmp_path):
     assert [int(r[0]) for r in rows[1:]] == list(range(1, 1235))
     assert all(0 <= int(r[1]) <= AGE_MAX for r in rows[1:])
     assert np.array_equal(np.concatenate(list(sio.iter_column(path, "age"))), [int(r[1]) for r in rows[1:]])
+
+
+# -- a file ordered by a privatized column (sparseldp.io.order) ------------------------------------------
+
+def _order_csv(path: Path, ages, other=None) -> Path:
+    other = np.arange(len(ages)) if other is None else other
+    path.write_text("id,age,b\n" + "".join(f"{i},{a},{b}\n" for i, (a, b) in enumerate(zip(ages, other))))
+    return path
+
+
+@pytest.mark.parametrize("layout", ["sorted", "grouped", "descending"])
+def test_a_file_ordered_by_the_column_is_refused_and_nothing_is_written(tmp_path, spec_path, layout):
+    gen = np.random.default_rng(1)
+    ages = np.sort(gen.integers(18, 90, 3000))
+    if layout == "grouped":  # runs of equal values, the runs in random order
+        values = gen.permutation(np.unique(ages))
+        ages = np.concatenate([np.full(np.count_nonzero(ages == v), v) for v in values])
+    elif layout == "descending":
+        ages = ages[::-1]
+    src = _order_csv(tmp_path / "in.csv", ages)
+    with pytest.raises(ValueError, match=r"ordered by column 'age' \(lag-1 autocorrelation") as info:
+        sio.privatize_file(src, tmp_path / "out.csv", mechanism=spec_path, column="age", rng=1)
+    assert not (tmp_path / "out.csv").exists()
+    assert not any(str(v) in str(info.value).split("rows")[0].split("values")[-1] for v in (18, 50, 89))
+    # the same rows in a random order are privatized; keep_order=True accepts the sorted file
+    _order_csv(tmp_path / "shuf.csv", gen.permutation(ages))
+    assert sio.privatize_file(tmp_path / "shuf.csv", tmp_path / "o1.csv", mechanism=spec_path, column="age",
+                              rng=1).rows == 3000
+    assert sio.privatize_file(src, tmp_path / "o2.csv", mechanism=spec_path, column="age", rng=1,
+                              keep_order=True).rows == 3000
+
+
+def test_order_refusal_names_the_ordered_column_of_several(tmp_path, spec_path):
+    gen = np.random.default_rng(2)
+    src = _order_csv(tmp_path / "in.csv", gen.integers(18, 90, 2000), np.sort(gen.integers(0, 50, 2000)))
+    with pytest.raises(ValueError, match=r"ordered by column 'b'"):
+        sio.privatize_file(src, tmp_path / "out.csv", mechanism=spec_path, columns=["age", "b"], rng=1)
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_order_refusal_on_parquet_and_standard_output(tmp_path, spec_path, capsysbinary):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    ages = np.sort(np.random.default_rng(3).integers(18, 90, 2000))
+    pq.write_table(pa.table({"age": ages}), tmp_path / "in.parquet")
+    with pytest.raises(ValueError, match=r"ordered by column 'age'"):
+        sio.privatize_file(tmp_path / "in.parquet", tmp_path / "out.parquet", mechanism=spec_path, column="age",
+                           batch_size=300)
+    assert not (tmp_path / "out.parquet").exists()
+    src = _order_csv(tmp_path / "in.csv", ages)
+    with pytest.raises(ValueError, match=r"ordered by column 'age'"):
+        sio.privatize_file(src, "-", mechanism=spec_path, column="age", batch_size=128)
+    assert capsysbinary.readouterr().out == b""
+
+
+@pytest.mark.parametrize("batch", [1, 7, 500, 5000])
+def test_order_statistic_is_the_lag1_autocorrelation_whatever_the_batches(batch):
+    from sparseldp.io.order import _OrderCheck
+
+    gen = np.random.default_rng(4)
+    X = np.stack([np.cumsum(gen.normal(size=3000)).round().astype(np.int64) + 10**12,  # large offset
+                  gen.integers(0, 5, 3000)], axis=1)
+    check = _OrderCheck()
+    for i in range(0, 3000, batch):
+        check.observe(X[i:i + batch].ravel(), ("a", "b"))
+    want = [float(np.corrcoef(X[:-1, j], X[1:, j])[0, 1]) for j in range(2)]
+    got = check.correlations()
+    assert got[0] == pytest.approx(want[0], abs=2e-3) and got[1] == pytest.approx(want[1], abs=2e-3)
+    assert got[0] > 0.9 and abs(got[1]) < 0.1

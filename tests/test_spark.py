@@ -344,7 +344,7 @@ def test_bad_arguments_fail_before_any_job(spark):
 @needs_spark
 def test_cli_engine_spark_end_to_end(spark, data, bad, tmp_path, capsys):
     out = tmp_path / "private"
-    assert cli_main(["privatize", "--engine", "spark", str(data["parts"]), "-m", str(data["spec"]), "-c", "x",
+    assert cli_main(["privatize", "--engine", "spark", "--allow-no-target", str(data["parts"]), "-m", str(data["spec"]), "-c", "x",
                      "-o", str(out), "--seed", "3", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == 2 * N_PART and summary["output"] == str(out)
@@ -359,21 +359,21 @@ def test_cli_engine_spark_end_to_end(spark, data, bad, tmp_path, capsys):
     assert summary["n"] == 2 * N_PART and abs(summary["mean"]["mean"] - 1.5) < 0.2
     # a bad value: one line on stderr, exit 2, no output directory and no hidden temporary
     failed = tmp_path / "failed"
-    assert cli_main(["privatize", "--engine", "spark", str(bad), "-m", str(data["spec"]), "-c", "x",
+    assert cli_main(["privatize", "--engine", "spark", "--allow-no-target", str(bad), "-m", str(data["spec"]), "-c", "x",
                      "-o", str(failed)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and "is null" in err and "part-1.parquet" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["est.csv", "private"]
     # arguments the engine cannot take are refused before Spark runs
-    assert cli_main(["privatize", "--engine", "spark", "-", "-m", str(data["spec"]), "-c", "x",
+    assert cli_main(["privatize", "--engine", "spark", "--allow-no-target", "-", "-m", str(data["spec"]), "-c", "x",
                      "-o", str(tmp_path / "o")]) == 2
     assert "not standard input" in capsys.readouterr().err
-    assert cli_main(["privatize", "--engine", "spark", str(data["parts"]), "-m", str(data["spec"]), "-c", "x",
+    assert cli_main(["privatize", "--engine", "spark", "--allow-no-target", str(data["parts"]), "-m", str(data["spec"]), "-c", "x",
                      "-o", str(out)]) == 2
     assert "it exists" in capsys.readouterr().err
     # an input that is not Parquet says why (the innermost Java cause), not "an error occurred while calling"
     (tmp_path / "not.parquet").write_text("not parquet\n")
-    assert cli_main(["privatize", "--engine", "spark", str(tmp_path / "not.parquet"), "-m", str(data["spec"]),
+    assert cli_main(["privatize", "--engine", "spark", "--allow-no-target", str(tmp_path / "not.parquet"), "-m", str(data["spec"]),
                      "-c", "x", "-o", str(tmp_path / "o2")]) == 2
     assert "is not a Parquet file" in capsys.readouterr().err
 
@@ -385,7 +385,7 @@ def test_engine_spark_without_the_extra_says_what_to_install(monkeypatch, tmp_pa
     save_spec(spec_from_mechanism(MECH), spec)
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now fails as if not installed
     monkeypatch.setitem(sys.modules, "pyspark.sql", None)
-    assert cli_main(["privatize", "--engine", "spark", str(src), "-m", str(spec), "-c", "x",
+    assert cli_main(["privatize", "--engine", "spark", "--allow-no-target", str(src), "-m", str(spec), "-c", "x",
                      "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'sparseldp[spark]'" in err and "pyspark" in err

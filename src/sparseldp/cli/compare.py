@@ -263,7 +263,9 @@ def _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, windo
     if note is not None:
         console.print(note, soft_wrap=True)
     if output is not None:
-        console.print(f"mechanism spec of {rec.winner.family} written to {output} (for `sparseldp privatize`)",
+        scale = ("; its r1/r2 are those of the report itself, E|Y - x|^r, not of the unbiased estimate in the "
+                 "table" if rec.winner.family in ("piecewise", "hybrid", "duchi") else "")
+        console.print(f"mechanism spec of {rec.winner.family} written to {output} (for `sparseldp privatize`{scale})",
                       soft_wrap=True)
     if plot is not None:
         console.print(f"errors against eps written to {plot}", soft_wrap=True)

@@ -5,7 +5,10 @@ streams the file through :func:`sparseldp.io.privatize_file`: each value ``x``
 of each named column becomes one report ``Y ~ M(. | x)`` of the mechanism in
 the spec (``sparseldp design -o``), an independent draw per row and column;
 everything else is kept (the header, the row order, for CSV the bytes of every
-other field).  Memory stays bounded whatever the file size.
+other field).  Memory stays bounded whatever the file size.  An input ordered
+(sorted or grouped) by a privatized column is refused, since its row order
+would give the raw values away (:mod:`sparseldp.io.order`); ``--keep-order``
+accepts it where the order is public anyway.
 
 * Several columns: ``-c a -c b`` or ``--columns a,b``.  Each is privatized
   with the spec's mechanism; the summary states the guarantee per column and,
@@ -25,7 +28,10 @@ other field).  Memory stays bounded whatever the file size.
   :data:`CERTIFY_BUDGET` operations, else the mechanism's recomputed bound.
   A mechanism whose guarantee is vacuous (delta = 1 at the spec's target) is
   refused: it would publish the raw values; one with delta of at least
-  :data:`WEAK_DELTA` is used with a warning.
+  :data:`WEAK_DELTA` or eps of at least :data:`WEAK_EPS` is used with a
+  warning, as is a sampler whose certified delta is above the spec's target
+  (:data:`TARGET_EXCESS`).  A spec that records no target (``eps``, ``H``)
+  certifies nothing and is refused unless ``--allow-no-target`` is given.
 * Randomness comes from the operating system's secure source.  ``--seed N``
   switches to a seeded generator for reproducible *simulation*; a warning is
   printed after the run: anyone who knows the seed can recompute the noise.
@@ -63,6 +69,11 @@ SEED_WARNING = ("--seed makes the noise reproducible by anyone who knows the see
 
 #: A guarantee with delta at least this (and below 1, which is refused) is privatized with a warning.
 WEAK_DELTA = 0.01
+#: ... and so is one with eps at least this: a report may be e^eps times likelier under one input than another.
+WEAK_EPS = 10.0
+#: The applied (sampler's) delta may exceed the spec's target by this share before a warning: the sampler's
+#: probabilities are multiples of 2^-64, which adds a few 1e-16 at most (targets far below that are not met).
+TARGET_EXCESS = 0.01
 
 #: Work (pairs x window entries) up to which the realized sampler is certified before privatizing.
 CERTIFY_BUDGET = 20_000_000
@@ -159,9 +170,15 @@ def privatize_command(
         "--seed", help="Seeded randomness for reproducible simulation (the same output for the same seed, "
                        "input and --batch-size). NOT for production.")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help=f"Rows per batch (1..{MAX_BATCH}).")] = _DEFAULT_BATCH,
+    allow_no_target: Annotated[bool, typer.Option(
+        "--allow-no-target", help="Privatize with a spec that records no target (eps, H), so no certified "
+                                  "guarantee (refused by default).")] = False,
     format: Annotated[Optional[str], typer.Option(
         "--format", help="Input format (csv, tsv or parquet) when the extension does not say.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
+    keep_order: Annotated[bool, typer.Option(
+        "--keep-order", help="Accept an input ordered by a privatized column (refused by default: averaging "
+                             "neighbouring reports would recover the raw values). Only if the order is public.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (IN: Parquet file, directory or glob; -o: a "
                          "directory of Parquet parts; needs the spark extra).")] = "local",
@@ -187,6 +204,10 @@ def privatize_command(
         check_output(output)
     spec = load_spec(mechanism)  # a spec whose claims do not hold fails here, before anything is read
     guarantee = applied_guarantee(spec)
+    if guarantee is None and not allow_no_target:
+        raise ValueError(f"the spec {str(mechanism)!r} records no target (eps, H), so no guarantee can be "
+                         "certified: add \"eps\" and \"H\" to it (or write it with `sparseldp design -o`), or pass "
+                         "--allow-no-target to privatize without one")
     if guarantee is not None and guarantee.vacuous:
         raise ValueError(f"the mechanism in {str(mechanism)!r} has delta_star = 1 at its target (eps = "
                          f"{guarantee.eps:g}, H = {guarantee.H}): it protects nothing there; refusing to "
@@ -195,7 +216,7 @@ def privatize_command(
     src = "-" if is_stdio(input) else input  # the io layer reads "-" as standard input
     output = "-" if is_stdio(output) else output
     bar = _progress_bar() if not is_stdio(output) else None
-    kwargs = dict(mechanism=spec, columns=names, rng=seed, batch_size=batch_size, format=format)
+    kwargs = dict(mechanism=spec, columns=names, rng=seed, batch_size=batch_size, format=format, keep_order=keep_order)
     if spark_job is not None:
         result = spark_job.privatize(spec, names, seed, batch_size)
     elif bar is None:
@@ -242,13 +263,22 @@ def privatize_command(
             typer.echo(f"copied unchanged, not privatized: column{'s' if len(kept) > 1 else ''} "
                        f"{_names(kept)}", err=True)
         if kept_meta:
-            typer.echo(f"copied unchanged: the file's schema metadata (key{'s' if len(kept_meta) > 1 else ''} "
+            typer.echo(f"copied unchanged: the file's metadata (key{'s' if len(kept_meta) > 1 else ''} "
                        f"{_names(kept_meta)}; the privatized columns' own entries removed)", err=True)
         if blank:
             typer.echo(f"{blank:,} blank line{'s' if blank != 1 else ''} copied through (not rows)", err=True)
     if guarantee is None:
         warn(f"the spec {str(mechanism)!r} records no target (eps, H), so no guarantee was certified; "
              "write specs with `sparseldp design -o` or add \"eps\" and \"H\"")
+    target_delta = (spec.meta or {}).get("delta")
+    if (guarantee is not None and target_delta is not None and guarantee.source == "sampler"
+            and guarantee.delta > target_delta * (1.0 + TARGET_EXCESS)):
+        warn(f"the sampler draws with delta <= {format_upper(guarantee.delta)}, above the spec's target delta = "
+             f"{target_delta:g}: its probabilities are multiples of 2^-64, so a target below about 1e-16 is not met "
+             "exactly (the guarantee printed is the one that holds)")
+    if guarantee is not None and guarantee.eps >= WEAK_EPS:
+        warn(f"eps = {guarantee.eps:g} is a weak guarantee: a report may be e^{guarantee.eps:g} times likelier under "
+             "one input than under another (local DP targets are usually eps <= 4; see `sparseldp design`)")
     if guarantee is not None and WEAK_DELTA <= guarantee.delta < 1.0:
         warn(f"delta <= {format_upper(guarantee.delta)} at eps = {guarantee.eps:g} is a weak guarantee: a report may give "
              f"its input away with probability up to delta (targets are usually 1e-6 or below; see "

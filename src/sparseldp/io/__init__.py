@@ -101,6 +101,11 @@ columns: reproducible simulation for a fixed input, seed, column list and
 ``batch_size``, **not for production** (anyone with the seed can recompute the
 noise and undo the privatization).
 
+Row order: kept, so the other columns stay aligned; a file ordered (sorted or
+grouped) by a privatized column is refused unless ``keep_order=True``, since
+averaging neighbouring reports would recover the raw values
+(:mod:`sparseldp.io.order`).
+
 Layout (imports inside the package point down this list)
     ``sources``: formats, paths, standard input and FIFOs, argument checks;
     ``batch``: what counts as an integer (vectorized), the batch interface;
@@ -108,6 +113,8 @@ Layout (imports inside the package point down this list)
     ``csvio`` and ``parquet``: the two formats, read and rewritten;
     ``output``: the privatized copy, an atomic file (:mod:`sparseldp._files`)
     or standard output;
+    ``order``: the check that refuses a file ordered by a privatized column
+    (its row order would give the raw values away);
     ``pipeline``: the public functions.
     pyarrow (the ``cli`` extra) is imported inside functions only, so that
     this package, like the core, imports with numpy and scipy alone.

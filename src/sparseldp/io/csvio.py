@@ -52,6 +52,7 @@ class _Tally:
     blank_lines: int = 0
     names: tuple[str, ...] = ()
     metadata_keys: tuple[str, ...] = ()  # Parquet: the schema-level metadata copied to the output
+    order: object = None  # an order._OrderCheck fed the raw values of the privatized columns, or None
 
 
 class _CsvBatch(_Batch):
@@ -455,7 +456,10 @@ def _privatize_csv(src: _Source, fh, target: _Target, columns: tuple[str, ...], 
         if not batch.size:
             fh.write(memoryview(batch.data))
         else:
-            y = _sample(target, _validated(batch, target), rng)
+            x = _validated(batch, target)
+            if tally.order is not None:
+                tally.order.observe(x, batch.names)
+            y = _sample(target, x, rng)
             if batch.data.size >= _SPLICE_BYTES_PER_FIELD * y.size:
                 batch.write_replaced(fh, y)
             else:

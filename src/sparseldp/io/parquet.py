@@ -186,7 +186,13 @@ def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ..
     out_schema = pf.schema_arrow
     if tally is not None:
         tally.names = tuple(out_schema.names)
-        tally.metadata_keys = tuple(k.decode("utf-8", "replace") for k in (out_schema.metadata or {}))
+        keys = [k.decode("utf-8", "replace") for k in (out_schema.metadata or {})]
+        # the kept columns' own field metadata is copied too: named as "column 'id': key"
+        target_set = set(index)
+        for i, f in enumerate(out_schema):
+            if i not in target_set and f.metadata:
+                keys += [f"column {f.name!r}: {k.decode('utf-8', 'replace')}" for k in f.metadata]
+        tally.metadata_keys = tuple(keys)
     for i in index:
         old = out_schema.field(i)
         # the field's own metadata describes the raw column (it may even hold its values): not copied
@@ -204,6 +210,8 @@ def _privatize_parquet(src: _Source, fh, target: _Target, columns: tuple[str, ..
         for batch in _iter_parquet(pf, src.label, columns, batch_size, project=False):
             if batch.size:
                 x = _validated(batch, target)
+                if tally is not None and tally.order is not None:
+                    tally.order.observe(x, batch.names)
                 y = _sample(target, x, rng).reshape(batch.size, k)
                 rb = batch.record_batch
                 for j, i in enumerate(index):

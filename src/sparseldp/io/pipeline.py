@@ -19,6 +19,7 @@ from .._rng import as_bit_source
 from .._validation import check_int
 from .batch import _Batch, _fail_value
 from .csvio import _iter_csv, _privatize_csv, _Tally
+from .order import _OrderCheck, check_order
 from .output import _check_output, _stdout_for, _write_atomically, _write_stdout
 from .parquet import _iter_parquet, _open_parquet, _privatize_parquet
 from .sources import (
@@ -199,8 +200,9 @@ class PrivatizeResult:
     Parquet).  ``seeded``: a seed was given (simulation, not for production).
     ``kept_columns``: the file's other columns, in file order, copied unchanged
     (not privatized: whatever they hold is published as it is).  ``kept_metadata``:
-    the keys of a Parquet file's schema-level metadata, copied too (the privatized
-    columns' own metadata is not; io docstring).
+    the keys of a Parquet file's schema-level metadata and, as ``"column 'id': key"``,
+    of the kept columns' own field metadata, copied too (the privatized columns'
+    own metadata is not; io docstring).
     """
 
     rows: int
@@ -218,7 +220,8 @@ class PrivatizeResult:
 
 def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | None = None,
                    column: str | None = None, rng=None, batch_size: int = DEFAULT_BATCH_SIZE,
-                   progress: ProgressCallback | None = None, format: str | None = None) -> PrivatizeResult:
+                   progress: ProgressCallback | None = None, format: str | None = None,
+                   keep_order: bool = False) -> PrivatizeResult:
     r"""Privatize integer columns of a CSV or Parquet file, streaming, into a new file.
 
     Each row's value ``x`` in each of ``columns`` is replaced by one report
@@ -274,6 +277,13 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
     format : {"csv", "tsv", "parquet"} or None
         Input format; ``None`` infers it from the extension (``"-"``: CSV).
         The output has the same format.
+    keep_order : bool
+        The row order is kept in any case.  ``False`` (default): refuse
+        (``ValueError``, no output) a file ordered by a privatized column, whose
+        row order would reveal the raw values to anyone averaging neighbouring
+        reports (lag-1 autocorrelation of the raw values at least
+        :data:`sparseldp.io.order.ORDER_R`, :mod:`sparseldp.io.order`).
+        ``True``: accept it (the order is public anyway).
 
     Returns
     -------
@@ -303,7 +313,9 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
         raise TypeError(f"progress must be None or a callable(rows_done, fraction_done); got {progress!r}")
     if not out_stdio:
         check_output_path(output_path, "output")  # a directory, device, FIFO or socket: before opening the input
-    tally = _Tally()
+    if not isinstance(keep_order, (bool, np.bool_)):
+        raise TypeError(f"keep_order must be True or False; got {keep_order!r}")
+    tally = _Tally(order=None if keep_order else _OrderCheck())
     with _open_input(input) as src:
         fmt = detect_format(input, format)
         if fmt == "parquet":
@@ -319,8 +331,12 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
 
         def write(fh) -> int:
             if fmt == "parquet":
-                return _privatize_parquet(src, fh, target, names, rng, batch_size, progress, tally)
-            return _privatize_csv(src, fh, target, names, rng, batch_size, progress, fmt, tally)
+                rows = _privatize_parquet(src, fh, target, names, rng, batch_size, progress, tally)
+            else:
+                rows = _privatize_csv(src, fh, target, names, rng, batch_size, progress, fmt, tally)
+            if tally.order is not None:
+                check_order(tally.order)  # raised here, the output is not put in place
+            return rows
 
         if out_stdio:  # buffered in a temporary file, copied out only after the last row succeeded
             rows = _write_stdout(_stdout_for(src), write)
