@@ -103,6 +103,7 @@ channel alone, so a seed gives the same replicates on any number of CPUs.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -119,6 +120,9 @@ __all__ = ["Bootstrap", "bootstrap", "statistic"]
 # Replicates whose every frequency spreads by at most this much (relative to the largest) are "all the same"
 # (bootstrap warns: its intervals have zero width).
 _NO_SPREAD = 1e-12
+# The bootstrap's spread of the mean below this share of the report mean's standard error is flagged: the
+# estimate's own regularization (or an estimate on the simplex's boundary) then sets the width, not the data.
+_NARROW_MEAN = 0.1
 
 
 def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | None = None, **kw):
@@ -242,12 +246,11 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         raise ValueError(f"estimate.p must have {model.k} entries for the domain {estimate.domain}; "
                          f"got {p_hat.shape}")
     n = int(estimate.n)
-    counts = None
-    if robust and method != "em":  # the MLE needs the report counts (checked before any work)
-        counts = getattr(estimate, "counts", None)
-        if counts is None:
-            raise ValueError("robust=True refits the MLE on the estimate's report counts, and this estimate "
-                             "carries none (estimate_frequencies(..., return_info=True) keeps them)")
+    counts = getattr(estimate, "counts", None)
+    if robust and method != "em" and counts is None:  # the MLE needs the report counts (checked before any work)
+        raise ValueError("robust=True refits the MLE on the estimate's report counts, and this estimate "
+                         "carries none (estimate_frequencies(..., return_info=True) keeps them)")
+    if counts is not None:  # the estimate's own reports: they must be this mechanism's outputs on the domain
         counts = np.asarray(counts, dtype=float)
         total = float(counts.sum())
         if (counts.shape != (model.m,) or not np.isfinite(total) or bool((counts < 0).any())
@@ -255,7 +258,10 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
             size = counts.shape[0] if counts.ndim else 0
             raise ValueError(f"estimate.counts must be the {n:,} reports' counts on the {model.m} outputs of the "
                              f"domain {estimate.domain} under this mechanism (finite, >= 0); got {size} entries "
-                             f"summing to {total:g}")
+                             f"summing to {total:g}: is it the mechanism the estimate was fitted with?")
+    raw_counts = counts
+    if not (robust and method != "em"):
+        counts = None  # only the robust part refits on them
     q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
@@ -301,7 +307,39 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                   "with robust=True (the CLI's --robust), which adds the MLE's")
         warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
                       f"has zero width and says nothing of the sampling error{advice}", RuntimeWarning, stacklevel=2)
+    elif reference is None and model.k > 1 and raw_counts is not None:
+        _warn_if_narrower_than_the_reports(P, np.asarray(estimate.values), model, raw_counts, n,
+                                           estimate.regularization or estimate.method, is_mle)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
                      precision="single" if single else "double", robust=robust, reference=reference)
+
+
+def _warn_if_narrower_than_the_reports(P, values, model, counts, n: int, label: str, is_mle: bool) -> None:
+    """Warn when the replicates' means spread less than :data:`_NARROW_MEAN` times the report mean's standard
+    error (``sd(Y) / sqrt(n)``, from the estimate's report counts).
+
+    The report mean estimates ``E[X]`` with that standard error wherever the kernel is centred
+    (``E[Y | x] = x``), and no estimate of the mean can be ten times as precise from the same reports
+    unless something other than the data pins it: a regularized estimate that ignores what the reports
+    say (EMS under a kernel much wider than the domain returns about the uniform distribution whatever
+    the data) or an estimate on the boundary of the simplex (a point mass), whose parametric replicates
+    cannot move off it.  Intervals of such a bootstrap under-cover (measured: mean intervals 0.0007 wide
+    missing the truth by 0.4, 11 of 40 covering, where ``estimate_mean`` covered 39 of 40).
+    """
+    y = np.asarray(model.outputs, dtype=float)
+    w = counts / max(float(counts.sum()), 1.0)
+    centre = float(w @ y)
+    sd_reports = math.sqrt(max(float(w @ (y - centre) ** 2), 0.0))
+    se = sd_reports / math.sqrt(max(n, 1))
+    v = np.asarray(values)
+    rel = (v - v[0]).astype(float) if v.size else v.astype(float)
+    sd_boot = float(np.std(P @ rel))
+    if se > 0 and sd_boot < _NARROW_MEAN * se:
+        where = ("" if is_mle else " (the estimate's regularization sets their width, not the data)")
+        warnings.warn(f"the bootstrap's replicates ({label}) spread their mean by {sd_boot:.3g}, under a tenth of "
+                      f"the report mean's standard error {se:.3g}: its intervals are narrower than the reports "
+                      f"support and may miss{where}; for the mean use estimate_mean (the CLI prints it), for "
+                      "the other statistics bootstrap with robust=True (the CLI's --robust)",
+                      RuntimeWarning, stacklevel=3)

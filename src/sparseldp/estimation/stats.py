@@ -222,15 +222,28 @@ def _check_range(a, b):
     return a, b
 
 
+def _relative(v):
+    """``(v0, v - v0)``, the second in float: the values relative to the first, formed in exact integer
+    arithmetic for integer values (so that statistics of a domain far from 0, up to the +-2^53 that
+    ``model.check_exact_domain`` allows, keep their precision), ``v0`` a Python number."""
+    if v.size == 0:
+        return 0, v.astype(float)
+    if v.dtype.kind == "i" and int(v[-1]) - int(v[0]) < 2**63:  # the int64 difference cannot overflow
+        return int(v[0]), (v - v[0]).astype(float)
+    vf = v.astype(float)
+    return float(vf[0]), vf - vf[0]
+
+
 def _mean(p, v):
-    return p @ v.astype(float)
+    v0, d = _relative(v)
+    return v0 + p @ d
 
 
 def _var(p, v):
-    vf = v.astype(float)
-    m = p @ vf
-    d = vf - m[..., None]
-    return np.maximum((p * d * d).sum(axis=-1), 0.0)
+    _, d = _relative(v)  # the variance does not depend on the origin
+    m = p @ d
+    e = d - np.asarray(m)[..., None]
+    return np.maximum((p * e * e).sum(axis=-1), 0.0)
 
 
 def _cum(p):
