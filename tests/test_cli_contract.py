@@ -535,6 +535,8 @@ def test_estimate_refuses_two_inputs_from_standard_input(d, capsys):
 @pytest.mark.parametrize("argv, fragment", [
     (["--robust", "--bootstrap", "0"], "--robust widens the bootstrap intervals, and --bootstrap 0 turns them off"),
     (["--quantiles", "0.5,2"], "--quantiles must be comma-separated numbers in (0, 1)"),
+    (["--quantiles", "0.5,,0.9"], "--quantiles must be comma-separated numbers in (0, 1)"),
+    (["--quantiles", "0.5,"], "--quantiles must be comma-separated numbers in (0, 1)"),
     (["--quantile-method", "linear"], "--quantile-method must be 'inverted_cdf' or 'interpolated'; got 'linear'"),
     (["--range", "5:1"], "--range must be lo:hi"),
     (["--bootstrap", "1"], "--bootstrap must be 0"),

@@ -906,3 +906,18 @@ def test_bootstrap_warns_when_its_mean_spread_is_far_below_the_reports():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est2.bootstrap(m2, B=50, rng=0)
+
+
+@pytest.mark.parametrize("max_iter", [1, 5])
+def test_em_convergence_warning_quotes_the_gap_of_the_point_returned(max_iter):
+    import sparseldp as sl
+    from sparseldp.estimation import ConvergenceWarning
+    from sparseldp.sampling import sample
+
+    md = sl.design("laplace", eps=1, delta=1e-6, H=5).mechanism
+    p = np.zeros(100)
+    p[[10, 50, 51, 90]] = [0.4, 0.3, 0.2, 0.1]
+    y = sample(md, np.random.default_rng(0).choice(100, 100_000, p=p), rng=1)
+    with pytest.warns(ConvergenceWarning) as caught:
+        est = estimate_frequencies_full(y, md, domain=(0, 99), method="em", max_iter=max_iter)
+    assert f"gap of {est.gap:.4g} nats" in str(caught[0].message)

@@ -77,8 +77,11 @@ MAX_BOOT = 10_000
 
 def _parse_quantiles(text: str) -> list[float]:
     msg = f"--quantiles must be comma-separated numbers in (0, 1), e.g. 0.1,0.5,0.9; got {text!r}"
+    parts = text.split(",")
+    if any(not part.strip() for part in parts):  # '0.5,,0.9' or '0.5,': refused, as --columns 'a,,b' is
+        raise ValueError(msg)
     try:
-        qs = [float(part) for part in text.split(",") if part.strip()]
+        qs = [float(part) for part in parts]
     except ValueError:
         raise ValueError(msg) from None
     if not qs or len(qs) > 100 or not all(0.0 < q < 1.0 for q in qs):

@@ -161,7 +161,7 @@ def privatize_command(
     mechanism: Annotated[Path, typer.Option("--mechanism", "-m",
                                             help="Mechanism spec (JSON), e.g. from `sparseldp design -o`.")],
     output: Annotated[Path, typer.Option("-o", "--output",
-                                         help="Output file (same format as the input), or - for stdout (CSV).")],
+                                         help="Output file (same format as the input), or - for stdout (CSV or TSV, as the input).")],
     column: Annotated[Optional[list[str]], typer.Option(
         "--column", "-c", help="An integer column to privatize (repeat for several).", show_default=False)] = None,
     columns: Annotated[Optional[str], typer.Option(

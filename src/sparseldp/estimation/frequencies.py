@@ -181,13 +181,6 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
                 p = np.maximum(p, 0.0)
                 p /= p.sum()
                 certified = False  # its gap is one at some iterate, not necessarily this p's exact one
-        if not converged:
-            warnings.warn(
-                f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
-                f"{em_gap:.4g} nats > tol = {tol:g}; raise max_iter or tol",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
     elif method == "ems":
         FA, FAT = model.fast_columns(obs, (A, AT))  # iterations only; _result below uses the exact products
         p, evals, converged = _ems(FA, FAT, c, n_f, model.k, tol, max_iter, smooth, weight)
@@ -202,7 +195,15 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
     else:
         p = project_simplex(_least_squares(model, c_all / n_f))
         evals, newton_steps, converged, em_gap = 0, 0, True, math.inf
-    return _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps, certified)
+    est = _result(model, obs, A, AT, c, p, method, evals, converged, em_gap, newton_steps, certified)
+    if method == "em" and not converged:  # the gap of the point returned (the result's), not of an iterate
+        warnings.warn(
+            f"EM stopped after max_iter = {max_iter} steps with a certified log-likelihood gap of "
+            f"{est.gap:.4g} nats > tol = {tol:g}; raise max_iter or tol",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return est
 
 
 def _certificate(A, c, q, n_f: float) -> float:
