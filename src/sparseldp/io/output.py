@@ -37,8 +37,8 @@ def _check_output(src: _Source, output: Path, fmt: str) -> Path:
                          "elsewhere")
     out_ext = _EXTENSIONS.get(output.suffix.lower())
     if out_ext is not None and out_ext != fmt:
-        raise ValueError(f"output {str(output)!r} looks like {out_ext} but the input is {fmt}; "
-                         "privatize keeps the input's format (no conversion)")
+        raise ValueError(f"output {str(output)!r} looks like {out_ext} but the input is {fmt} (by its extension, "
+                         "or format= / --format); privatize keeps the input's format (no conversion)")
     return target
 
 

@@ -59,7 +59,7 @@ def detect_format(path, format: str | None = None) -> str:
     if suffix not in _EXTENSIONS:
         raise ValueError(
             f"cannot tell the format of {str(path)!r} from its extension {suffix or '(none)'!r}; "
-            f"use .csv, .tsv, .parquet or .pq, or pass format= (one of {_FORMATS})"
+            "use .csv, .tsv, .parquet or .pq, or pass format= (the CLI's --format): csv, tsv or parquet"
         )
     return _EXTENSIONS[suffix]
 
