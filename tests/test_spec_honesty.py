@@ -78,7 +78,9 @@ def test_cli_refuses_a_spec_with_a_duplicate_key(tmp_path, capsys, command):
 
 
 @pytest.mark.parametrize("x, up, down", [
-    (1.0000000001932833e-06, "1.001e-06", "1e-06"),
+    (1.0000000001932833e-06, "1.0000000002e-06", "1e-06"),  # a hair above 1e-06: the hair is shown
+    (1.0000000000000002e-06, "1.001e-06", "1e-06"),  # ... but not a double's own rounding
+    (9.35781e-14, "9.358e-14", "9.357e-14"),
     (1e-06, "1e-06", "9.999e-07"),  # the double 1e-06 is just below 10^-6
     (0.5, "0.5", "0.5"),
     (1.0, "1", "1"),
@@ -100,7 +102,8 @@ def test_format_bounds_never_cross_the_value():
         for digits in (2, 4, 10):
             up, down = format_upper(x, digits), format_lower(x, digits)
             assert Decimal(up) >= Decimal(x) >= Decimal(down), (x, digits, up, down)
-            assert len(Decimal(up).normalize().as_tuple().digits) <= digits + 1
+            hair = Decimal(x) - Decimal(down) <= abs(Decimal(x)) * Decimal("1e-6")  # format_upper shows it
+            assert len(Decimal(up).normalize().as_tuple().digits) <= digits + 1 or hair, (x, digits, up)
 
 
 def test_a_refused_claim_states_the_recomputed_bound_rounded_up(tmp_path):
@@ -112,7 +115,7 @@ def test_a_refused_claim_states_the_recomputed_bound_rounded_up(tmp_path):
 
 def test_guarantee_describe_rounds_delta_up():
     g = Guarantee(eps=1.0, delta=1.0000000001932833e-06, H=5, source="sampler")
-    assert "delta <= 1.001e-06" in g.describe()
+    assert "delta <= 1.0000000002e-06" in g.describe()
 
 
 def test_account_prints_delta_rounded_up(capsys):

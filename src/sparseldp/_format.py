@@ -13,6 +13,11 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 __all__ = ["format_upper", "format_lower"]
 
+#: A value within this relative distance above its short floor is printed with the digits that show it.
+_HAIR = 1e-6
+#: ... unless it is within this (a double's own rounding): then it is printed as any other value.
+_ROUNDING = 1e-15
+
 
 def _format_directed(x, digits: int, rounding: str) -> str:
     """``x`` to ``digits`` significant digits as ``:g`` prints it, rounded in the direction ``rounding``."""
@@ -32,9 +37,29 @@ def _format_directed(x, digits: int, rounding: str) -> str:
 
 def format_upper(x, digits: int = 4) -> str:
     """An upper bound as text: ``digits`` significant digits rounded *up* (toward +inf), so that the printed
-    number is still an upper bound (``1.0000000001932833e-06`` -> ``1.001e-06``; a value exact in
-    ``digits`` digits is printed as is: ``0.5`` -> ``0.5``, ``1.0`` -> ``1``)."""
-    return _format_directed(x, digits, ROUND_CEILING)
+    number is still an upper bound (``9.35781e-14`` -> ``9.358e-14``; a value exact in ``digits`` digits is
+    printed as is: ``0.5`` -> ``0.5``, ``1.0`` -> ``1``).
+
+    A value a hair above a round number (a ``digits``-digit floor of at most three significant digits,
+    exceeded by a relative :data:`_HAIR` at most and by more than a double's own rounding,
+    :data:`_ROUNDING`), such as a sampler's certificate a
+    few ``1e-16`` above the target ``1e-6``, gets the digits that show the hair instead of a round-up that
+    would look 0.1 % over: ``1.0000000001932833e-06`` -> ``1.0000000002e-06`` (``1.001e-06`` with
+    ``digits`` digits)."""
+    text = _format_directed(x, digits, ROUND_CEILING)
+    x = float(x)
+    if x == 0.0 or not math.isfinite(x):
+        return text
+    exact = Decimal(x)
+    floor = Decimal(_format_directed(x, digits, ROUND_FLOOR))
+    excess = exact - floor
+    short = len(floor.normalize().as_tuple().digits) <= 3  # a round number, such as a target 1e-6 or 2.5e-5
+    if short and digits <= 6 and abs(exact) * Decimal(_ROUNDING) < excess <= abs(exact) * Decimal(_HAIR):
+        for d in range(digits + 1, 18):
+            longer = _format_directed(x, d, ROUND_CEILING)
+            if Decimal(longer) - exact <= excess:  # the round-up adds no more than the hair itself
+                return longer
+    return text
 
 
 def format_lower(x, digits: int = 4) -> str:
