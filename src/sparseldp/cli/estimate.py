@@ -117,7 +117,8 @@ __all__ = ["estimate_command"]
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
 _MEAN_METHODS = {
     "report-mean": "the mean of the reports themselves (unbiased: the window is centred on the true value)",
-    "em-fisher": "the MLE's mean with a Fisher-information standard error (clipped windows bias the reports)",
+    "em-fisher": "the MLE's mean with a Fisher-information standard error (the reports' own mean is biased "
+                 "here: a clipped window, or a channel that is not centred on the input)",
     "em-range-bound": "the MLE's mean with the worst-case standard error (hi - lo)/2",
     "one-value-domain": "the domain's only value",
 }
