@@ -1,8 +1,8 @@
 """The clipped-window search on a finite domain (:func:`~sparseldp.design.finite.design_finite`).
 
 :func:`_design_clipped` with its pieces: :class:`_ClippedBand` (nearest-value
-``delta_star`` and distortion of clipped channels from a band of the rows'
-log-probabilities), :func:`_first_possible_radius` (the edge pair's screen),
+``delta_star`` and distortion of clipped channels in closed form from prefix
+sums of the kernel), :func:`_first_possible_radius` (the edge pair's screen),
 :func:`_joint_clipped` over the radii with :class:`_ZScreen` (the Z closed
 forms, fact 2), the one-radius searches :func:`_min_over_range` and
 :func:`_crossing`, and :func:`_certify_clipped`.  Facts 1-3 and the search
