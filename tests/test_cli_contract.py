@@ -162,13 +162,14 @@ def test_a_weak_eps_and_a_target_the_sampler_misses_warn(d, capsys):
     (d / "e40.json").write_text(json.dumps({"family": "laplace", "lam": 30.0, "s": 3, "eps": 40, "H": 1}))
     rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "e40.json", "-c", "a", "-o", d / "o.csv")
     assert rc == 0 and "eps = 40 is a weak guarantee" in err
-    rc, _, _ = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1e-19", "--H", "3",
-                   "-o", d / "tiny.json")
-    assert rc == 0
+    rc, _, err = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1e-19", "--H", "3",
+                     "-o", d / "tiny.json")
+    assert rc == 0 and "privatize's sampler draws this mechanism with delta <=" in err  # said at design too
     rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "tiny.json", "-c", "a", "-o", d / "o2.csv")
     assert rc == 0 and "above the spec's target delta = 1e-19" in err
-    rc, _, _ = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1e-6", "--H", "3",
-                   "-o", d / "ok.json")
+    rc, _, err = run(capsys, "design", "--family", "laplace", "--eps", "1", "--delta", "1e-6", "--H", "3",
+                     "-o", d / "ok.json")
+    assert rc == 0 and "warning" not in err
     rc, _, err = run(capsys, "privatize", d / "ab.csv", "-m", d / "ok.json", "-c", "a", "-o", d / "o3.csv")
     assert rc == 0 and "warning" not in err  # an ordinary design: no warning
 

@@ -93,7 +93,7 @@ def _check_sampler_support(d) -> None:
             "relax the target (a larger eps or delta, a smaller H) or design on a finite --domain lo:hi")
 
 
-def _save(d, output: Path) -> None:
+def _save(d, output: Path):
     from ..spec import save_spec, spec_from_mechanism
 
     spec = spec_from_mechanism(d.mechanism, domain=d.domain, window=d.window or "extended", eps=d.eps,
@@ -103,6 +103,21 @@ def _save(d, output: Path) -> None:
         save_spec(spec, output)  # temporary file + rename
     except OSError as exc:
         raise ValueError(f"cannot write {str(output)!r}: {exc.strerror or exc}") from None
+    return spec
+
+
+def _warn_if_the_sampler_misses(spec, delta: float) -> None:
+    """Warn when the sampler that ``privatize`` uses (probabilities in multiples of 2^-64) is certified above
+    the target: the design meets ``delta`` as a mechanism, the drawn distribution does not (privatize says
+    so too)."""
+    from .._format import format_upper
+    from .privatize import TARGET_EXCESS, applied_guarantee
+
+    g = applied_guarantee(spec)
+    if g is not None and g.source == "sampler" and g.delta > delta * (1.0 + TARGET_EXCESS):
+        warn(f"privatize's sampler draws this mechanism with delta <= {format_upper(g.delta)}, above the target "
+             f"{delta:g}: its probabilities are multiples of 2^-64, so targets below about 1e-16 are not met "
+             "exactly by what is drawn (the spec is written; privatize states the delta that holds)")
 
 
 @app.command("design", cls=Command)
@@ -167,7 +182,7 @@ def design_command(
         d = design(family, eps=eps, delta=delta, H=H, objective=objective, param=param)
         _check_sampler_support(d)
     if output is not None:
-        _save(d, output)
+        _warn_if_the_sampler_misses(_save(d, output), delta)
     if as_json:
         print_json(d.to_dict())
     else:
