@@ -202,14 +202,9 @@ def open_temp(path) -> tuple[int, Path]:
         _LIVE.discard(tmp)
         raise ValueError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
     except OSError:
-        mode = None  # a new file: 0o666 less the umask
-    if mode is not None:
-        try:
-            os.fchmod(fd, mode)
-        except OSError:
-            pass  # a file system without modes: as created
+        pass  # a new file (0o666 less the umask), or a file system without modes: as created
     return fd, tmp
 
 

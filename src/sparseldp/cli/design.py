@@ -111,10 +111,10 @@ def _warn_if_the_sampler_misses(spec, delta: float) -> None:
     the target: the design meets ``delta`` as a mechanism, the drawn distribution does not (privatize says
     so too)."""
     from .._format import format_upper
-    from .privatize import TARGET_EXCESS, applied_guarantee
+    from .privatize import applied_guarantee, sampler_above_target
 
     g = applied_guarantee(spec)
-    if g is not None and g.source == "sampler" and g.delta > delta * (1.0 + TARGET_EXCESS):
+    if sampler_above_target(g, delta):
         warn(f"privatize's sampler draws this mechanism with delta <= {format_upper(g.delta)}, above the target "
              f"{delta:g}: its probabilities are multiples of 2^-64, so targets below about 1e-16 are not met "
              "exactly by what is drawn (the spec is written; privatize states the delta that holds)")

@@ -116,6 +116,13 @@ def _names(cols: list[str], shown: int = 12) -> str:
     return text if len(cols) <= shown else f"{text} and {len(cols) - shown} more"
 
 
+def sampler_above_target(guarantee, target_delta) -> bool:
+    """Whether the realized sampler's certified delta is above ``target_delta`` by more than
+    :data:`TARGET_EXCESS` (``privatize`` and ``design -o`` warn then)."""
+    return (guarantee is not None and target_delta is not None and guarantee.source == "sampler"
+            and guarantee.delta > target_delta * (1.0 + TARGET_EXCESS))
+
+
 def applied_guarantee(spec):
     """The guarantee ``privatize`` applies: the realized sampler's when affordable, else the mechanism's.
 
@@ -271,8 +278,7 @@ def privatize_command(
         warn(f"the spec {str(mechanism)!r} records no target (eps, H), so no guarantee was certified; "
              "write specs with `sparseldp design -o` or add \"eps\" and \"H\"")
     target_delta = (spec.meta or {}).get("delta")
-    if (guarantee is not None and target_delta is not None and guarantee.source == "sampler"
-            and guarantee.delta > target_delta * (1.0 + TARGET_EXCESS)):
+    if sampler_above_target(guarantee, target_delta):
         warn(f"the sampler draws with delta <= {format_upper(guarantee.delta)}, above the spec's target delta = "
              f"{target_delta:g}: its probabilities are multiples of 2^-64, so a target below about 1e-16 is not met "
              "exactly (the guarantee printed is the one that holds)")

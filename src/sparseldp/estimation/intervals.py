@@ -247,7 +247,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                          f"got {p_hat.shape}")
     n = int(estimate.n)
     counts = getattr(estimate, "counts", None)
-    if robust and method != "em" and counts is None:  # the MLE needs the report counts (checked before any work)
+    robust_mle = robust and method != "em"  # the MLE's fit and bootstrap are added (an MLE's own are enough)
+    if robust_mle and counts is None:  # the MLE needs the report counts (checked before any work)
         raise ValueError("robust=True refits the MLE on the estimate's report counts, and this estimate "
                          "carries none (estimate_frequencies(..., return_info=True) keeps them)")
     if counts is not None:  # the estimate's own reports: they must be this mechanism's outputs on the domain
@@ -259,9 +260,6 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
             raise ValueError(f"estimate.counts must be the {n:,} reports' counts on the {model.m} outputs of the "
                              f"domain {estimate.domain} under this mechanism (finite, >= 0); got {size} entries "
                              f"summing to {total:g}: is it the mechanism the estimate was fitted with?")
-    raw_counts = counts
-    if not (robust and method != "em"):
-        counts = None  # only the robust part refits on them
     q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
@@ -286,7 +284,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         warnings.warn(f"{B - n_conv} of {B} bootstrap refits stopped at max_iter = {max_iter} before "
                       f"tol = {tol:g}{how}", RuntimeWarning, stacklevel=2)
     reference = None
-    if counts is not None:
+    if robust_mle:
         from .frequencies import _DEFAULT_MAX_ITER, _DEFAULT_TOL, _fit  # here: frequencies imports this module
 
         with warnings.catch_warnings(record=True) as caught:  # said again below, as the robust part's
@@ -307,8 +305,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                   "with robust=True (the CLI's --robust), which adds the MLE's")
         warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
                       f"has zero width and says nothing of the sampling error{advice}", RuntimeWarning, stacklevel=2)
-    elif reference is None and model.k > 1 and raw_counts is not None:
-        _warn_if_narrower_than_the_reports(P, np.asarray(estimate.values), model, raw_counts, n,
+    elif reference is None and model.k > 1 and counts is not None:
+        _warn_if_narrower_than_the_reports(P, np.asarray(estimate.values), model, counts, n,
                                            estimate.regularization or estimate.method, is_mle)
     P.setflags(write=False)
     values = np.asarray(estimate.values)
@@ -328,14 +326,14 @@ def _warn_if_narrower_than_the_reports(P, values, model, counts, n: int, label: 
     cannot move off it.  Intervals of such a bootstrap under-cover (measured: mean intervals 0.0007 wide
     missing the truth by 0.4, 11 of 40 covering, where ``estimate_mean`` covered 39 of 40).
     """
-    y = np.asarray(model.outputs, dtype=float)
-    w = counts / max(float(counts.sum()), 1.0)
-    centre = float(w @ y)
-    sd_reports = math.sqrt(max(float(w @ (y - centre) ** 2), 0.0))
-    se = sd_reports / math.sqrt(max(n, 1))
-    v = np.asarray(values)
-    rel = (v - v[0]).astype(float) if v.size else v.astype(float)
-    sd_boot = float(np.std(P @ rel))
+    from .mean import _moments  # here: mean imports frequencies, which imports this module
+    from .stats import _mean
+
+    if n < 2:
+        return
+    _, var_reports = _moments(counts, (model.outputs - model.outputs[0]).astype(float), float(n))
+    se = math.sqrt(max(var_reports, 0.0) / n)
+    sd_boot = float(np.std(_mean(P, values)))
     if se > 0 and sd_boot < _NARROW_MEAN * se:
         where = ("" if is_mle else " (the estimate's regularization sets their width, not the data)")
         warnings.warn(f"the bootstrap's replicates ({label}) spread their mean by {sd_boot:.3g}, under a tenth of "

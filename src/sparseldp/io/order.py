@@ -53,15 +53,13 @@ class _OrderCheck:
         if not self.names:
             self.names = tuple(names)
             k = len(names)
-            self.s1, self.s2, self.lag, self.first = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
+            self.s1, self.s2, self.lag = np.zeros(k), np.zeros(k), np.zeros(k)
         k = len(self.names)
         X = x.reshape(-1, k).astype(float)
         if self.shift is None:
-            self.shift = X[0].copy()
+            self.shift = X[0].copy()  # so the first (shifted) value is 0
         X = X - self.shift
-        if self.last is None:
-            self.first = X[0].copy()
-        else:
+        if self.last is not None:
             self.lag += self.last * X[0]
         self.lag += np.einsum("ij,ij->j", X[:-1], X[1:])
         self.s1 += X.sum(axis=0)
@@ -77,8 +75,8 @@ class _OrderCheck:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             m = self.s1 / n
             var = self.s2 - n * m * m
-            # sum_{i<n} (x_i - m)(x_{i+1} - m) = lag - m (s1 - last) - m (s1 - first) + (n - 1) m^2
-            cov = self.lag - m * (2 * self.s1 - self.last - self.first) + (n - 1) * m * m
+            # sum_{i<n} (x_i - m)(x_{i+1} - m) = lag - m (s1 - last) - m (s1 - first) + (n - 1) m^2, first = 0
+            cov = self.lag - m * (2 * self.s1 - self.last) + (n - 1) * m * m
             r = cov / var
         return np.where(var > 0, r, math.nan)
 

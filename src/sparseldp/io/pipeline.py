@@ -16,7 +16,7 @@ import numpy as np
 
 from .._files import check_output_path
 from .._rng import as_bit_source
-from .._validation import check_int
+from .._validation import check_bool, check_int
 from .batch import _Batch, _fail_value
 from .csvio import _iter_csv, _privatize_csv, _Tally
 from .order import _OrderCheck, check_order
@@ -313,8 +313,7 @@ def privatize_file(input, output, *, mechanism, columns: str | Sequence[str] | N
         raise TypeError(f"progress must be None or a callable(rows_done, fraction_done); got {progress!r}")
     if not out_stdio:
         check_output_path(output_path, "output")  # a directory, device, FIFO or socket: before opening the input
-    if not isinstance(keep_order, (bool, np.bool_)):
-        raise TypeError(f"keep_order must be True or False; got {keep_order!r}")
+    keep_order = check_bool(keep_order, "keep_order")
     tally = _Tally(order=None if keep_order else _OrderCheck())
     with _open_input(input) as src:
         fmt = detect_format(input, format)
