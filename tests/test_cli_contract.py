@@ -93,6 +93,30 @@ def test_a_repeated_single_value_option_is_an_error(capsys, argv):
     assert "is given more than once" in one_error(capsys, *argv)
 
 
+@pytest.mark.parametrize("argv, fragment", [
+    (["design", "--family", "laplace", "--eps", "1_0", "--delta", "1e-6", "--H", "5"],
+     "--eps must be a real number (target eps >= 0); got '1_0'"),  # Python's float() reads ten
+    (["design", "--family", "laplace", "--eps=abc", "--delta", "1e-6", "--H", "5"],
+     "--eps must be a real number (target eps >= 0); got 'abc'"),
+    (["design", "--family", "laplace", "--eps", "1", "--delta", " 1e-6", "--H", "5"],
+     "--delta must be a real number (target delta in [0, 1]); got ' 1e-6'"),
+    (["design", "--family", "laplace", "--eps", "1", "--delta", "1e-6", "--range", "5.0"],
+     "--range must be an integer (privacy range"),
+    (["account", "--family", "laplace", "--lam", "0.5", "--s", "7", "--eps", "1", "--H", "1_000"],
+     "--H must be an integer"),
+])
+def test_numbers_are_read_strictly(capsys, argv, fragment):
+    err = one_error(capsys, *argv)
+    assert fragment in err
+
+
+@pytest.mark.parametrize("value", ["1", "-1", "+2.5", ".5", "1.", "1e-6", "1E+3", "inf", "-Infinity", "nan"])
+def test_plain_decimal_reals_pass_the_syntax_check(value):
+    from sparseldp.cli._common import _REAL
+
+    assert _REAL.fullmatch(value)
+
+
 # -- 2. a spec's claims are checked; the guarantee is stated --------------------------
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 import sys
 from pathlib import Path
 
@@ -164,10 +165,13 @@ class Command(TyperCommand):
     ``-o a -o b``) is an error: click would silently keep the last one, and a
     user who repeats an option expects both to count.  Options that accept
     several values (``-c a -c b``) declare it and are exempt.
+
+    Numbers are read strictly (:func:`_check_numbers`): ``--eps 1_0`` is refused, not read as 10.
     """
 
     def parse_args(self, ctx, args):
         _refuse_repeats(self, args)
+        _check_numbers(self, args)
         try:
             return super().parse_args(ctx, args)
         except TyperException as exc:  # click's UsageError / BadParameter / MissingParameter
@@ -176,17 +180,29 @@ class Command(TyperCommand):
 
 def _refuse_repeats(command, args) -> None:
     """``ValueError`` naming an option given more than once (options declared ``multiple`` excepted)."""
+    seen: dict[str, str] = {}
+    for name, param, takes_value, _ in _given_options(command, args):
+        if getattr(param, "multiple", False) or not takes_value:
+            continue  # a repeated flag (--json --json) means what it says
+        if param.name in seen:
+            first = seen[param.name]
+            same = first if first == name else f"{first} / {name}"
+            raise ValueError(f"option {same} is given more than once; give it once")
+        seen[param.name] = name
+
+
+def _given_options(command, args):
+    """``(option string, param, takes a value, value token or None)`` for each of the command's options in
+    ``args`` (unknown options are click's to report)."""
     by_name = {}  # option string -> (param, takes_value)
     for param in command.params:
-        opts = list(getattr(param, "opts", ())) + list(getattr(param, "secondary_opts", ()))
         if getattr(param, "param_type_name", "") != "option":
             continue
         takes_value = not getattr(param, "is_flag", False) and not getattr(param, "count", False)
-        for opt in opts:
+        for opt in list(getattr(param, "opts", ())) + list(getattr(param, "secondary_opts", ())):
             by_name[opt] = (param, takes_value)
-    seen: dict[str, str] = {}
-    i = 0
     args = list(args)
+    i = 0
     while i < len(args):
         token = args[i]
         i += 1
@@ -195,22 +211,45 @@ def _refuse_repeats(command, args) -> None:
         if not token.startswith("-") or token == "-":
             continue
         if token.startswith("--"):
-            name, attached = (token.split("=", 1)[0], "=" in token)
+            name, value = token.split("=", 1) if "=" in token else (token, None)
         else:
-            name, attached = token[:2], len(token) > 2
+            name, value = token[:2], (token[2:] or None)
         entry = by_name.get(name)
         if entry is None:
-            continue  # unknown options are click's to report
+            continue
         param, takes_value = entry
-        if takes_value and not attached:
-            i += 1  # the next token is this option's value, whatever it looks like ("-o -", "--eps -1")
-        if getattr(param, "multiple", False) or not takes_value:
-            continue  # a repeated flag (--json --json) means what it says
-        if param.name in seen:
-            first = seen[param.name]
-            same = first if first == name else f"{first} / {name}"
-            raise ValueError(f"option {same} is given more than once; give it once")
-        seen[param.name] = name
+        if takes_value and value is None and i < len(args):
+            value, i = args[i], i + 1  # this option's value, whatever it looks like ("-o -", "--eps -1")
+        yield name, param, takes_value, value
+
+
+# Plain decimal numbers only: Python's float() and int() also take "1_0" (ten) and surrounding blanks, so a
+# typo could silently weaken a privacy parameter.  inf and nan pass to the command's own range check.
+_REAL = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _number_kind(param) -> str | None:
+    """``"real"``, ``"integer"`` or ``None`` (not a number) for a command option."""
+    desc = getattr(param, "type_descriptor", None)  # typer >= 0.2x: the annotation, Optional unwrapped
+    kind = getattr(desc, "annotation", None)
+    if kind is None:  # typer on click: the click type
+        kind = {"float": float, "integer": int}.get(getattr(getattr(param, "type", None), "name", None))
+    return "real" if kind is float else "integer" if kind is int else None
+
+
+def _check_numbers(command, args) -> None:
+    """``ValueError`` naming a numeric option whose value is not a plain decimal number: the option, what it
+    takes (its help text) and the value given."""
+    for name, param, takes_value, value in _given_options(command, args):
+        kind = _number_kind(param)
+        if not takes_value or value is None or kind is None or (_REAL if kind == "real" else _INT).fullmatch(value):
+            continue
+        what = "a real number" if kind == "real" else "an integer"
+        help_text = " ".join(str(getattr(param, "help", "") or "").split()).rstrip(".")
+        if help_text[:2].istitle():  # "Target eps >= 0" -> "target eps >= 0"; "H <= ..." stays
+            help_text = help_text[0].lower() + help_text[1:]
+        raise ValueError(f"{name} must be {what}" + (f" ({help_text})" if help_text else "") + f"; got {value!r}")
 
 
 # -- families and parameters -----------------------------------------------------
