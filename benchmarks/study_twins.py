@@ -223,8 +223,9 @@ def analyse(d, case):
     t = d["truth"]
     model = _model(mech, (0, k - 1))
     q = _law(model, t)
-    a_t = _allow({m: d["errs"][key] for m, key in (("em", ("mle", 0)), ("ems", ("ems", 0.25)),
-                                                   ("stopped", ("stop", 1))) if key in d["errs"]})
+    a_t = _allow({**{m: d["errs"][key] for m, key in (("em", ("mle", 0)), ("ems", ("ems", 0.25)),
+                                                      ("stopped", ("stop", 1))) if key in d["errs"]},
+                  **d.get("ref", {})})  # newer records: the reference stopped EM itself
     cands = _noise_free_twins(model, q, n)
     cands.update({f"member {key[0]} {key[1]:g}": p for key, p in d["members"].items()})
     out = []

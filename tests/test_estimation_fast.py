@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
+from scipy.special import gammaln
 from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
@@ -196,9 +197,11 @@ def test_stop_multiples_are_the_same_em_further_on():
     assert ll[0] <= ll[1] <= ll[2]
 
 
-def _first_stops(A, AT, C, scale, cap):
-    """Reference for _em_members._stopped_cols: plain EM, the deviance computed after every step; per column
-    (the stop t, P there, P after min(2 max(t, 1), cap) steps)."""
+def _first_stops(A, AT, C, scale, cap, Q_all, classic=False):
+    """Reference for _em_members._stopped_cols: plain EM, the deviance and its expected value under the fit
+    computed after every step (the latter over every output of the dense channel ``Q_all``, k x m, with
+    _expected_deviance, itself checked against direct Poisson sums below); per column (the stop t, P there,
+    P after min(2 max(t, 1), cap) steps)."""
     n = C.sum(axis=0)
     out = []
     for j in range(C.shape[1]):
@@ -206,17 +209,42 @@ def _first_stops(A, AT, C, scale, cap):
         P = np.full((A.shape[0], 1), 1.0 / A.shape[0])
         stop = None
         for t in range(cap + 1):
-            if stop is None:
+            if stop is None and t >= 1:  # the stop is at least one step (the uniform start ignores the data)
                 q = np.asarray(AT @ P)[:, 0] * scale
                 with np.errstate(divide="ignore", invalid="ignore"):
                     dev = 2.0 * float(np.where(c > 0, c * np.log(c / (n[j] * q)), 0.0).sum())
-                if dev <= (c > 0).sum() or t == cap:
+                mu = n[j] * (Q_all.T @ (P[:, 0] / P.sum()))
+                target = (c > 0).sum() if classic else _em_members._expected_deviance(mu).sum()
+                if dev <= target or t == cap:
                     stop, at_stop = t, P[:, 0] / P.sum()
             if stop is not None and t == min(2 * max(stop, 1), cap):
                 break
             P = _ems_map(A, AT, C[:, j:j + 1], 1.0 / n[j], P, 0, 0.25)
         out.append((stop, at_stop, P[:, 0] / P.sum()))
     return out
+
+
+def _poisson_expected_deviance(mu: float) -> float:
+    """E[2 (Y log(Y / mu) - (Y - mu))], Y ~ Poisson(mu), by direct summation of the pmf."""
+    if mu <= 0:
+        return 0.0
+    y = np.arange(max(0, int(mu - 40 * np.sqrt(mu))), int(mu + 40 * np.sqrt(mu) + 60))
+    pmf = np.exp(y * np.log(mu) - mu - gammaln(y + 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = np.where(y > 0, y * np.log(y / mu), 0.0) - (y - mu)  # each term small near the mode: no cancellation
+    return float(2 * (pmf @ unit))
+
+
+def test_expected_deviance_matches_direct_sums():
+    # the table and asymptotic series of _em_members._expected_deviance against direct Poisson sums, over
+    # 1e-14..1e6 (both sides of the table's ends)
+    mu = np.concatenate([[0.0], np.geomspace(1e-14, 1e6, 400), [1.4, 63.99, 64.0, 64.01]])
+    got = _em_members._expected_deviance(mu)
+    want = np.array([_poisson_expected_deviance(v) for v in mu])
+    assert got[0] == 0.0
+    assert np.allclose(got[1:], want[1:], rtol=5e-6, atol=0)
+    big = mu > 100
+    assert np.all(np.abs(want[big] - 1) < 1 / (5 * mu[big]))  # about 1 + 1/(6 mu) for large mu
 
 
 @pytest.mark.parametrize("fft", [False, True], ids=["plain", "fft"])
@@ -242,8 +270,23 @@ def test_stop_is_the_first_step_below_the_target(request, fft):
     EA, EAT = model.columns(obs)
     scale = np.exp(model.log_cs[obs])
     cap = 3_000
-    Ps, steps = _em_members._stopped_cols(A, AT, C, scale, cap, (2,))
-    ref = _first_stops(EA, EAT, C, scale, cap)
+    Ps, steps = _em_members._stopped_cols(A, AT, C, scale, cap, (2,), _em_members._rest_outputs(model, obs),
+                                          classic="until")
+    ref = _first_stops(EA, EAT, C, scale, cap, model.unscaled())
+    classic = _first_stops(EA, EAT, C, scale, cap, model.unscaled(), classic=True)
+    # the classical stop (the deviance at the number of observed outputs), found in the same run
+    assert [t for t, _, _ in classic] == list(Ps["classic_steps"])
+    assert any(t != u for (t, _, _), (u, _, _) in zip(classic, ref))  # the two targets differ here
+    for j, (t, P, _) in enumerate(classic):
+        assert np.allclose(Ps["classic"][:, j], P, rtol=1e-7, atol=1e-12)
+    # "within": only as far as the run for the other members goes (-1 beyond it), the same stops where found
+    Pw, _ = _em_members._stopped_cols(A, AT, C, scale, cap, (2,), _em_members._rest_outputs(model, obs),
+                                      classic="within")
+    end = max(min(2 * int(t), cap) for t in steps)
+    for j, (t, _, _) in enumerate(classic):
+        assert Pw["classic_steps"][j] in (t, -1)  # found: the same stop
+        if t <= end - _em_members._DEV_EVERY:  # a check after it within the run: found
+            assert Pw["classic_steps"][j] == t
     assert [t for t, _, _ in ref] == list(steps)
     assert sum(2 * _em_members._DEV_EVERY < t < cap and t % _em_members._DEV_EVERY for t in steps) >= 3  # reruns needed
     for j, (t, P, P2) in enumerate(ref):
@@ -498,3 +541,29 @@ def test_dense_matrix_solve_solves_the_system(diag_sign):
     M = (A * w) @ A.T + np.diag(d)
     sol = _matrix_solve(A, A.T, w, d, rhs, True)
     np.testing.assert_allclose(M @ sol, rhs, rtol=0, atol=1e-9 * np.abs(M).max())
+
+
+def test_the_stop_is_reached_with_fewer_reports_than_values():
+    # 10^4 reports over 2 x 10^4 values: most outputs expect fewer than one report, where an output's expected
+    # deviance is not 1; the former target (the number of observed outputs, about 0.4 per output here) lay
+    # below anything EM reaches and every fold ran to the 20,000-step cap (28 s).  The expected deviance under
+    # the fit, over every output (observed or not), is reached within a few steps.
+    from sparseldp.sampling import sample
+
+    mech, K = SparseLaplace(lam=0.5, s=7), 20_000
+    x = np.random.default_rng(0).integers(0, K, 10_000)
+    y = sample(mech, x, rng=1)
+    model = _model(mech, (0, K - 1))
+    c = model.counts_of(y, False)
+    obs = np.flatnonzero(c > 0)
+    rest = _em_members._rest_outputs(model, obs)
+    assert rest is not None  # most outputs are unobserved
+    A, AT = model.fast_columns(obs)
+    scale = np.exp(model.log_cs[obs])
+    _, steps = _em_members._stopped_cols(A, AT, c[obs][:, None], scale, 2_000, (), rest)
+    assert steps[0] < 100
+    # the former target: the deviance after those steps is far above the number of observed outputs
+    P = _em_members._uniform_em(A, AT, c[obs][:, None], int(steps[0]))[:, 0]
+    q = (AT @ P) * scale
+    dev = 2.0 * float(c[obs] @ np.log(c[obs] / (c.sum() * q)))
+    assert dev > 1.5 * obs.size

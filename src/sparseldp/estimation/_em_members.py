@@ -1,12 +1,16 @@
 """The EM members of ``method="auto"``'s path (:mod:`sparseldp.estimation.auto`): EM from the uniform
-start stopped by the discrepancy principle (:func:`_stopped_cols`), kept at multiples of that stop, and
-continued past the step cap by the EM flow (:func:`_flow_fits`, ``solvers._em_flow``).  The path, the
+start stopped by the discrepancy principle (:func:`_stopped_cols`: at the expected deviance under the
+fit, :func:`_expected_deviance`, and at the classical target), kept at multiples of that stop, and run
+to the step cap and past it by the EM flow (:func:`_flow_fits`, ``solvers._em_flow``).  The path, the
 selection and the measurements are in :mod:`sparseldp.estimation.auto`.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+from scipy.special import gammaln, xlogy
 
 from .model import _Model
 from .solvers import _em_flow, _em_run
@@ -25,32 +29,91 @@ _FLOW_DOUBLINGS = 10
 _FLOW_COST = 2e7
 
 
+# The expected Poisson deviance g(mu) (:func:`_expected_deviance`) is tabulated for
+# mu in [_G_LO, _G_HI] on _G_POINTS points equally spaced in log mu (linear interpolation: relative error
+# below 2e-6), and taken from its asymptotic series above _G_HI (error below 1e-7 there).
+_G_LO, _G_HI, _G_POINTS = 1e-12, 64.0, 8193
+
+
+@functools.cache
+def _deviance_table() -> tuple[np.ndarray, np.ndarray]:
+    L = np.linspace(np.log(_G_LO), np.log(_G_HI), _G_POINTS)
+    mu = np.exp(L)
+    y = np.arange(0.0, _G_HI + 15.0 * np.sqrt(_G_HI) + 40.0)[:, None]  # P(Y > y_max) < 1e-40 at mu = 64
+    pmf = np.exp(y * L[None, :] - mu[None, :] - gammaln(y + 1.0))
+    return L, 2.0 * ((pmf * xlogy(y, y)).sum(axis=0) - mu * L)
+
+
+def _expected_deviance(mu: np.ndarray) -> np.ndarray:
+    r"""``g(mu) = E[2 (Y log(Y / mu) - (Y - mu))]`` for ``Y ~ Poisson(mu)``, elementwise (``g(0) = 0``).
+
+    ``g = 2 (E[Y log Y] - mu log mu)``: about ``-2 mu log mu`` as ``mu -> 0``, a maximum of
+    about 1.15 near ``mu = 1.4``, and ``1 + 1/(6 mu) + 1/(6 mu^2) + 19/(60 mu^3) + ...`` for large
+    ``mu`` (McCullagh and Nelder, *Generalized Linear Models*, 2nd ed., sec. 6.2).  The
+    multinomial deviance of counts ``c`` against ``n q`` (``sum q = 1``) equals the Poisson deviance
+    summed over every output, so its expectation at counts drawn from ``q`` is ``sum_y g(n q_y)``
+    (up to the multinomial constraint's one degree of freedom).
+    """
+    mu = np.asarray(mu, dtype=float)
+    L, G = _deviance_table()
+    out = np.empty_like(mu)
+    big = mu > _G_HI
+    small = mu < _G_LO
+    mid = ~(big | small)
+    out[mid] = np.interp(np.log(mu[mid]), L, G)
+    r = 1.0 / mu[big]
+    out[big] = 1.0 + r * (1.0 / 6.0 + r * (1.0 / 6.0 + r * (19.0 / 60.0)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[small] = np.where(mu[small] > 0, -2.0 * mu[small] * np.log(mu[small]), 0.0)
+    return out
+
+
 def _stop_steps(t: int, f: int, cap: int) -> int:
     """EM steps of the member kept at ``f`` times a discrepancy stop at step ``t`` (``f = 1``: the stop)."""
     return t if f == 1 else min(f * max(t, 1), cap)
 
 
-def _stopped_cols(A, AT, C, scale, cap, mults=()):
+def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, classic=None):
     """EM from the uniform start in every column, each stopped by the discrepancy principle.
 
-    Column ``j`` stops at the first step ``t_j`` where ``2 sum_y C_yj log(C_yj / (n_j q_yj)) <=``
-    (number of ``y`` with ``C_yj > 0``), ``q`` unscaled (``scale`` undoes the column scaling);
-    for each ``f`` in ``mults`` the same EM is also kept at step ``f max(t_j, 1)``.  Every step
-    count is capped at ``cap``.  Returns ({1: P at the stop, f: P at f times it, ...}, t per column).
+    Column ``j`` (``n_j`` reports) stops at the first step ``t_j >= 1`` where its deviance
+    ``D = 2 sum_y C_yj log(C_yj / (n_j q_yj))`` falls to its expected value under the current
+    fit, ``T = sum_y g(n_j q_yj)`` over every output the domain can produce (``g``:
+    :func:`_expected_deviance`); ``q`` unscaled (``scale`` undoes the column scaling of ``A``), and
+    ``rest(P)`` gives the unscaled ``q`` of the rows ``P`` on the outputs outside ``A``'s columns
+    (``None``: there are none).  For each ``f`` in ``mults`` the same EM is also kept at step
+    ``f max(t_j, 1)``.  Every step count is capped at ``cap``.  Returns ``(fits, t per column)``,
+    ``fits = {1: P at the stop, f: P at f times it, ...}`` (``k x b`` each).  With ``to_cap`` the run
+    goes on to the cap in every column and ``fits["cap"]`` is P after ``cap`` steps.  With
+    ``classic`` the same run also finds the classical stop, the first step where ``D`` falls to the
+    number of outputs with ``C_yj > 0``: ``fits["classic"]`` is P there and ``fits["classic_steps"]``
+    its steps per column (``classic="within"``: within the run the other members need, ``-1`` where
+    not reached; ``"until"``: the run goes on until it is reached; where the run reaches the cap without it
+    (``"until"``, or ``to_cap``) the cap's iterate and step count stand in for it, as the classical rule
+    stops at its cap).
 
-    The deviance is ``-2`` times the log-likelihood plus a constant, and EM never lowers the
-    likelihood, so it never rises from step to step.  It is therefore computed (a logarithm per
-    column and output) at every step only for the first ``2 J`` steps (``J`` =
-    :data:`_DEV_EVERY`), then every ``J`` steps and at the cap; a column found below its target
-    at a check is rerun from the previous check, one step at a time, to its first step below
-    (:func:`_first_below`).  The stops are those of a check at every step (up to rounding in the
-    rerun's products).  The multiples ``f t_j >= 2 t_j`` lie beyond the check that found ``t_j``.
+    With many reports per output ``T`` is about the number of outputs, the classical target (each
+    output's deviance is about ``chi^2_1``).  Where outputs get few reports (fewer reports than
+    values, or a domain far wider than the data) an output's expected deviance is not 1 but between 0
+    and 1.16, and the classical target can lie below anything EM reaches: 10^4 reports on 2 x 10^4
+    values ran every column to the cap (20,000 steps).
+
+    ``D`` is ``-2`` times the log-likelihood plus a constant, and EM never lowers the likelihood, so
+    ``D`` never rises from step to step; ``T`` moves slowly with the fit.  The stop is at least one step:
+    the uniform start can already meet ``T`` (a flat truth), but it does not depend on the counts, and its
+    bootstrap would say nothing (every replicate the same); one EM step is the data's smoothest fit.  Both are computed (a
+    logarithm per column and output, and ``rest``'s product) at every step only for the first ``2 J``
+    steps (``J`` = :data:`_DEV_EVERY`), then every ``J`` steps and at the cap; a column found below
+    its target at a check is rerun from the previous check, one step at a time, to its first step
+    below (:func:`_first_below`).  The stops are those of a check at every step (up to rounding in
+    the rerun's products) unless ``D - T`` dips below 0 and back between two checks.  The multiples
+    ``f t_j >= 2 t_j`` lie beyond the check that found ``t_j``.
     """
     k = A.shape[0]
     b = C.shape[1]
     CR = np.ascontiguousarray(np.asarray(C, dtype=float).T)  # rows: one per column of C
     n = CR.sum(axis=1)
-    target = (CR > 0).sum(axis=1).astype(float)
+    nobs = (CR > 0).sum(axis=1).astype(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         logc = np.where(CR > 0, np.log(CR / n[:, None]), 0.0)
 
@@ -58,55 +121,97 @@ def _stopped_cols(A, AT, C, scale, cap, mults=()):
         with np.errstate(divide="ignore"):
             return 2.0 * (CR[rows] * (logc[rows] - np.log(np.maximum(Q * scale, _Q_FLOOR)))).sum(axis=1)
 
-    out = {f: np.full((b, k), 1.0 / k) for f in (1, *mults)}
-    steps = np.full(b, cap)
+    def below(rows, P, Q):  # rows of CR; P, Q: those rows' iterates and column-scaled outputs
+        nr = n[rows][:, None]
+        target = _expected_deviance(nr * (Q * scale)).sum(axis=1)
+        if rest is not None:
+            target += _expected_deviance(nr * rest(P)).sum(axis=1)
+        return deviance(rows, Q) <= target
+
+    def below_classic(rows, P, Q):
+        return deviance(rows, Q) <= nobs[rows]
+
+    # the rules: the expected-deviance stop (key 1, with the multiples) and, if asked, the classical one
+    rules = {1: below, **({"classic": below_classic} if classic else {})}
+    out = {f: np.full((b, k), 1.0 / k) for f in (*rules, *mults)}
+    steps = {key: np.full(b, cap if key == 1 else -1) for key in rules}
+    done = {key: np.zeros(b, bool) for key in rules}
     at = {f: np.full(b, -1) for f in mults}  # the step at which multiple f is taken (-1: not yet known)
     taken = {f: np.zeros(b, bool) for f in mults}
-    done = np.zeros(b, bool)
     check_t, check_P = 0, None  # the last check: its step and the rows then
     wait = 0  # nothing to do before this step: the next check or multiple
+
+    def checking() -> bool:  # whether a rule still needs the checks
+        return any(not v.all() for v in done.values())
 
     def observe(t, P, Q):  # rows: P after t steps, Q = A^T P
         nonlocal wait, check_t, check_P
         if t < wait:
             return False
-        if not done.all() and (t < 2 * _DEV_EVERY or t % _DEV_EVERY == 0 or t == cap):
-            rows = np.flatnonzero(~done)
-            now = rows[deviance(rows, Q[rows]) <= target[rows]]
-            if now.size and t > check_t + 1:  # below somewhere after the last check: find where
-                first, Pf = _first_below(A, AT, check_P[now], CR[now], 1.0 / n[now], check_t, t,
-                                         lambda r, Qr: deviance(now[r], Qr) <= target[now[r]])
-                out[1][now], steps[now] = Pf, first
-            elif now.size:
-                out[1][now], steps[now] = P[now], t
-            done[now] = True
-            for f in mults:
-                at[f][now] = [_stop_steps(int(s), f, cap) for s in steps[now]]
+        if checking() and t >= 1 and (t < 2 * _DEV_EVERY or t % _DEV_EVERY == 0 or t == cap):
+            for key, pred in rules.items():
+                rows = np.flatnonzero(~done[key])
+                if not rows.size:
+                    continue
+                now = rows[pred(rows, P[rows], Q[rows])]
+                if now.size and t > check_t + 1:  # below somewhere after the last check: find where
+                    first, Pf = _first_below(A, AT, check_P[now], CR[now], 1.0 / n[now], check_t, t,
+                                             lambda r, Pr, Qr, now=now, pred=pred: pred(now[r], Pr, Qr))
+                    out[key][now], steps[key][now] = Pf, first
+                elif now.size:
+                    out[key][now], steps[key][now] = P[now], t
+                done[key][now] = True
+                if key == 1:
+                    for f in mults:
+                        at[f][now] = [_stop_steps(int(s), f, cap) for s in steps[1][now]]
             check_t, check_P = t, P.copy()
         for f in mults:
             hit = (at[f] == t) & ~taken[f]
             out[f][hit] = P[hit]
             taken[f] |= hit
-        finished = done.all() and all(v.all() for v in taken.values())
+        finished = (done[1].all() and all(v.all() for v in taken.values()) and not to_cap
+                    and (classic != "until" or done["classic"].all()))
         if not finished:
-            nxt = [] if done.all() else [t + 1 if t + 1 < 2 * _DEV_EVERY
-                                         else min(cap, (t // _DEV_EVERY + 1) * _DEV_EVERY)]
             pending = (at[f][(at[f] > t) & ~taken[f]] for f in mults)
-            nxt += [int(v.min()) for v in pending if v.size]
-            wait = min(nxt)
+            nxt = [int(v.min()) for v in pending if v.size]
+            # the next check: while a stop is pending ("within": only as far as the run goes anyway)
+            if (not done[1].all() or (classic == "until" and not done["classic"].all())
+                    or (checking() and (nxt or to_cap))):
+                nxt.append(t + 1 if t + 1 < 2 * _DEV_EVERY else min(cap, (t // _DEV_EVERY + 1) * _DEV_EVERY))
+            wait = min(nxt) if nxt else cap  # to_cap: nothing to observe before the end
         return finished
 
     P = _em_run(A, AT, np.full((b, k), 1.0 / k), CR, cap, 1.0 / n, observe)
     for f, X in out.items():
-        left = ~done if f == 1 else ~taken[f]
+        if f == "classic":
+            if classic == "until" or to_cap:  # the run went to the cap: where not reached there, the cap's iterate
+                X[~done[f]], steps[f][~done[f]] = P[~done[f]], cap
+            continue  # "within" short of the cap: columns that did not reach it keep steps -1 (the caller decides)
+        left = ~done[1] if f == 1 else ~taken[f]
         X[left] = P[left]
-        X /= X.sum(axis=1, keepdims=True)
-    return {f: X.T for f, X in out.items()}, steps
+    res = {f: (X / X.sum(axis=1, keepdims=True)).T for f, X in out.items()}
+    if to_cap:
+        res["cap"] = (P / P.sum(axis=1, keepdims=True)).T
+    if classic:
+        res["classic_steps"] = steps["classic"]
+    return res, steps[1]
+
+
+def _rest_outputs(model: _Model, obs: np.ndarray):
+    """``rest`` for :func:`_stopped_cols`: the unscaled output probabilities ``q`` of rows ``P`` (``b x k``)
+    on the outputs the domain can produce outside ``obs`` (``b x (m - len(obs))``), by
+    ``model.fast_columns``; ``None`` when ``obs`` has every output."""
+    others = np.setdiff1d(np.arange(model.m), obs, assume_unique=True)
+    if others.size == 0:
+        return None
+    _, RT = model.fast_columns(others)
+    scale = np.exp(model.log_cs[others])
+    return lambda P: np.asarray(RT @ np.ascontiguousarray(P.T)).T * scale
 
 
 def _first_below(A, AT, P0, CR, inv_n, t0: int, t1: int, below):
     """Rerun EM on the rows ``P0`` (after ``t0`` steps) to the first step ``<= t1`` at which ``below(rows,
-    Q)`` holds for each row (at ``t1`` if it never does first: rounding); ``(steps, rows there)``."""
+    P, Q)`` holds for each row (at ``t1`` if it never does first: rounding); ``(steps, rows there)``."""
     first = np.full(P0.shape[0], t1)
     Pf = np.array(P0)
     found = np.zeros(P0.shape[0], bool)
@@ -115,7 +220,7 @@ def _first_below(A, AT, P0, CR, inv_n, t0: int, t1: int, below):
         if t == 0:
             return False  # the previous check's step: above the target there
         rows = np.flatnonzero(~found)
-        hit = rows[below(rows, Q[rows])]
+        hit = rows[below(rows, P[rows], Q[rows])]
         first[hit], Pf[hit] = t0 + t, P[hit]
         found[hit] = True
         return bool(found.all())
@@ -132,6 +237,7 @@ def _with_flow(model: _Model, obs: np.ndarray, cap: int) -> bool:
 
 
 def _flow_times(cap: int) -> list[int]:
+    """The times of the members ``("flow", 1..)``: ``cap x 2^j`` (``("flow", 0)`` is EM at the cap itself)."""
     return [cap * 2 ** j for j in range(1, _FLOW_DOUBLINGS + 1)]
 
 

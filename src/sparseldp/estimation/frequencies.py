@@ -312,8 +312,9 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=
           hypergeometric thinning (seeded from the counts, so the result is a
           deterministic function of them); each member of a short path (EMS
           with smoothing weights 1/4, 1/8, 1/32; EM stopped by the
-          discrepancy principle, and where that EM reaches its step cap, the
-          same EM continued past it; the MLE) is fit on 4 folds and scored by the
+          discrepancy principle, at the deviance expected under its fit and
+          at the classical target, and on small dense channels the same EM at
+          its step cap and continued past it; the MLE) is fit on 4 folds and scored by the
           log-likelihood of the fifth; the most regularized member within one
           standard error or one nat (whichever is more) of the best is refit
           on all the reports (the MLE instead when it is within that slack too
