@@ -92,7 +92,11 @@ def run() -> list[dict]:
     by_col = {}
     within = 0
     t_auto = []
+    # SPARSELDP_BENCH_SHARD=i/m runs every m-th case from the i-th (to spread the cases over processes)
+    shard, nshard = (int(v) for v in os.environ.get("SPARSELDP_BENCH_SHARD", "0/1").split("/"))
     for i, (label, col, mech, lo, pop, n) in enumerate(_cases()):
+        if i % nshard != shard:
+            continue
         k = pop.size
         domain = (lo, lo + k - 1)
         gen = np.random.default_rng(7000 + i)

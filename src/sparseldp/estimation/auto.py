@@ -153,13 +153,13 @@ cases it misses, the fixed methods' errors differ by up to 10x while their
 held-out likelihoods differ by less than one standard error, i.e. held-out
 likelihood does not tell them apart.  No estimator can meet that target in
 every case reliably: ``benchmarks/study_twins.py`` (a two-point bound) finds
-34 cases of the battery where another truth gives reports within a total
-variation of 0.5 and no estimate meets both targets (8 of auto's 28 misses
-are among them; the other 20 are not proven unavoidable).
+33 cases of the battery where another truth gives reports within a total
+variation of 0.5 and no estimate meets both targets (9 of auto's 26 misses
+are among them; the other 17 are not proven unavoidable).
 ``benchmarks/study_selection.py`` compares rules on
 the battery's fits: an oracle pick over this path meets that target in 174
 of 176 cases, the one-standard-error rule in 136 (144 with the stability switch, 148 with
-the one-nat floor as well); the maximum (125), half
+the one-nat floor as well, 150 with the stop of item 2 at the expected deviance); the maximum (125), half
 (135) and two (126) standard errors, forward selection, and rules that look
 at the estimates themselves rather than the likelihood -- Lepski's
 balancing principle in TV with noise levels from the fold fits (127), the
