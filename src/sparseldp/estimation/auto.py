@@ -24,7 +24,7 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    these rules set it from the counts.  With many reports per output the two targets agree
    (each output's deviance is about ``chi^2_1``); with few, the classical target lies below
    anything EM reaches and the classical stop only comes at the cap: 10^4 reports on 2 x 10^4
-   values ran each of the five folds 20,000 steps (33.5 s for ``auto``; 0.65 s with the
+   values ran each of the five folds 20,000 steps (31-34 s for ``auto`` on uniform inputs; 0.7 s with the
    expected deviance as the target).  So the classical stop is on the path only where every
    fold reaches it within the run the other members need (or the run goes to the cap anyway,
    item 2b, whose iterate then stands in for it, as the classical rule stops at its cap).  It
