@@ -185,7 +185,8 @@ def privatize_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON on stdout.")] = False,
     keep_order: Annotated[bool, typer.Option(
         "--keep-order", help="Accept an input ordered by a privatized column (refused by default: averaging "
-                             "neighbouring reports would recover the raw values). Only if the order is public.")] = False,
+                             "neighbouring reports would recover the raw values). Only if the order is public. "
+                             "--engine spark needs no check: it always shuffles the output rows.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (IN: Parquet file, directory or glob; -o: a "
                          "directory of Parquet parts; needs the spark extra).")] = "local",
