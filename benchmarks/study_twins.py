@@ -106,23 +106,6 @@ def _tau(q, r, n):
     return math.sqrt(max(0.0, -math.expm1(log_bc2n)))
 
 
-def _stopped(model, c_all, max_steps=20_000):
-    """The battery's discrepancy-stopped EM (``bench_estimators._stopped_em``) on a count vector."""
-    obs = np.flatnonzero(c_all > 0)
-    A, AT = model.columns(obs)
-    c = c_all[obs].astype(float)
-    n = float(c.sum())
-    scale = np.exp(model.log_cs[obs])
-    logc = np.log(c / n)
-    p = np.full(model.k, 1.0 / model.k)
-    for _ in range(max_steps):
-        q = AT @ p
-        if 2.0 * float(c @ (logc - np.log(q * scale))) <= obs.size:
-            break
-        p = p * (A @ (c / q)) / n
-    return p / p.sum()
-
-
 def _toward(model, q, n, t, u):
     """The point ``t + theta (u - t)`` with the largest ``theta`` in [0, 1] whose ``tau`` is at most
     :data:`TAU_MAX` (bisection: the Hellinger distance from ``q`` grows along the segment)."""
@@ -160,7 +143,7 @@ def _noise_free_twins(model, q, n):
 
 def _fixed_errors(model, mech, k, u, n, seed):
     """One simulation at truth ``u``: errors (TV, W1) of the MLE, EMS and the stopped EM, by name."""
-    from bench_estimators import _errors
+    from bench_estimators import _errors, _stopped_em_counts
     from sparseldp.estimation import ReportCounts, estimate_frequencies_full
 
     counts = np.random.default_rng(seed).multinomial(n, _law(model, u))
@@ -170,7 +153,7 @@ def _fixed_errors(model, mech, k, u, n, seed):
         warnings.simplefilter("ignore")
         for m in ("em", "ems"):
             res[m] = _errors(estimate_frequencies_full(rc, mech, domain=(0, k - 1), method=m).p, u)
-    res["stopped"] = _errors(_stopped(model, counts.astype(float)), u)
+    res["stopped"] = _errors(_stopped_em_counts(model, counts.astype(float)), u)
     return res
 
 

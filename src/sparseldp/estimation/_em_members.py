@@ -121,18 +121,15 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
         with np.errstate(divide="ignore"):
             return 2.0 * (CR[rows] * (logc[rows] - np.log(np.maximum(Q * scale, _Q_FLOOR)))).sum(axis=1)
 
-    def below(rows, P, Q):  # rows of CR; P, Q: those rows' iterates and column-scaled outputs
+    def expected(rows, P, Q):  # rows of CR; P, Q: those rows' iterates and column-scaled outputs
         nr = n[rows][:, None]
         target = _expected_deviance(nr * (Q * scale)).sum(axis=1)
         if rest is not None:
             target += _expected_deviance(nr * rest(P)).sum(axis=1)
-        return deviance(rows, Q) <= target
+        return target
 
-    def below_classic(rows, P, Q):
-        return deviance(rows, Q) <= nobs[rows]
-
-    # the rules: the expected-deviance stop (key 1, with the multiples) and, if asked, the classical one
-    rules = {1: below, **({"classic": below_classic} if classic else {})}
+    # the rules' targets: the expected deviance (key 1, with the multiples) and, if asked, the classical one
+    rules = {1: expected, **({"classic": lambda rows, P, Q: nobs[rows]} if classic else {})}
     out = {f: np.full((b, k), 1.0 / k) for f in (*rules, *mults)}
     steps = {key: np.full(b, cap if key == 1 else -1) for key in rules}
     done = {key: np.zeros(b, bool) for key in rules}
@@ -149,14 +146,18 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
         if t < wait:
             return False
         if checking() and t >= 1 and (t < 2 * _DEV_EVERY or t % _DEV_EVERY == 0 or t == cap):
-            for key, pred in rules.items():
+            pending = np.flatnonzero(~np.logical_and.reduce(list(done.values())))
+            dev = np.empty(b)
+            dev[pending] = deviance(pending, Q[pending])  # once per check, whichever rules are pending
+            for key, target in rules.items():
                 rows = np.flatnonzero(~done[key])
                 if not rows.size:
                     continue
-                now = rows[pred(rows, P[rows], Q[rows])]
+                now = rows[dev[rows] <= target(rows, P[rows], Q[rows])]
                 if now.size and t > check_t + 1:  # below somewhere after the last check: find where
-                    first, Pf = _first_below(A, AT, check_P[now], CR[now], 1.0 / n[now], check_t, t,
-                                             lambda r, Pr, Qr, now=now, pred=pred: pred(now[r], Pr, Qr))
+                    first, Pf = _first_below(
+                        A, AT, check_P[now], CR[now], 1.0 / n[now], check_t, t,
+                        lambda r, Pr, Qr, now=now, target=target: deviance(now[r], Qr) <= target(now[r], Pr, Qr))
                     out[key][now], steps[key][now] = Pf, first
                 elif now.size:
                     out[key][now], steps[key][now] = P[now], t
