@@ -644,6 +644,41 @@ def test_small_channel_mle_refits_are_finished_by_newton(monkeypatch):
     assert np.abs(means - em_means).max() <= 0.05 * means.std()
 
 
+@pytest.mark.parametrize("stragglers", [1, 2, 3])
+def test_a_few_refits_left_by_the_batch_are_finished_by_the_first_fits_solver(monkeypatch, stragglers):
+    # the batched EM refit is made to leave its first `stragglers` columns at the uniform point,
+    # uncertified (a replicate far from p_hat); at most 5 % of B = 40 (two) are finished one by one by
+    # mle._mle and match the undisturbed replicates, more are left and reported
+    import warnings
+
+    from sparseldp.estimation import _parallel, refits
+
+    monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)  # EM alone: no Newton finish of small channels
+    e = _estimate(20_000, "em")
+    clean = e.bootstrap(MECH, B=40, rng=0)
+    real = refits._refit_em
+
+    def straggling(A, AT, C, n, P0, tol, max_iter):
+        P, conv, gaps = real(A, AT, C, n, P0, tol, max_iter)
+        P[:, :stragglers] = 1.0 / P.shape[0]
+        conv[:stragglers], gaps[:stragglers] = False, 1e6
+        return P, conv, gaps
+
+    monkeypatch.setattr(refits, "_refit_em", straggling)
+    monkeypatch.setattr(_parallel, "_MIN_COLUMNS", 10**9)  # one batch: the first columns are the replicates'
+    if stragglers <= 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            bs = e.bootstrap(MECH, B=40, rng=0)
+        assert bs.converged == 40
+        means, clean_means = bs.distribution("mean"), clean.distribution("mean")
+        assert np.abs(means - clean_means).max() <= 0.05 * clean_means.std()
+    else:
+        with pytest.warns(RuntimeWarning, match=r"3 of 40 bootstrap refits stopped at max_iter"):
+            bs = e.bootstrap(MECH, B=40, rng=0)
+        assert bs.converged == 37
+
+
 # -- bootstrap refits in threads ------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["em mle", "em steps=40", "ems weight=0.125", "em", "ems", "fft em steps=30",

@@ -168,7 +168,10 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       a certified gap of ``tol`` nats (default 0.5; a first fit uses 0.01).  On small
       channels (about 200 values or fewer) EM runs 100 evaluations and Newton
       (``mle._newton``) certifies the replicates it left above ``tol``, column by
-      column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there;
+      column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.
+      When at most 5 % of the replicates are still above ``tol`` after that, each is refit
+      alone by the first fit's solver (``refits._mle_finish``), so that a few stragglers far
+      from ``p_hat`` do not leave the bootstrap uncertified; a larger share is reported as is;
     * ``"inversion"``: least squares and simplex projection (no iteration).
 
     Parameters
@@ -191,7 +194,8 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         not record it).  A ValueError with another method.
     tol, max_iter
         Replicate stopping rule (see above) and cap on map evaluations (EM or EMS; the Newton
-        finish of small channels has its own cap of ``mle._NEWTON_STEPS`` steps per replicate).
+        finish of small channels has its own cap of ``mle._NEWTON_STEPS`` steps per replicate, and
+        a straggler's solo refit another ``max_iter`` evaluations).
     precision : {"single", "double"}
         Arithmetic of the one refit that is pure number crunching on long windows: ``auto``'s
         ``"em steps=t"`` member on FFT products (``_toeplitz._Conv.em_rows``: windows of 24 or
