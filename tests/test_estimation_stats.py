@@ -679,6 +679,33 @@ def test_a_few_refits_left_by_the_batch_are_finished_by_the_first_fits_solver(mo
         assert bs.converged == 37
 
 
+def test_an_ems_refit_left_short_gets_a_second_run(monkeypatch):
+    # the batched EMS refit is made to leave its first column at the warm start, unconverged; a second
+    # run of its own (another max_iter evaluations from there) reaches the undisturbed replicate
+    import warnings
+
+    from sparseldp.estimation import _parallel, refits
+
+    e = _estimate(20_000, "ems")
+    clean = e.bootstrap(MECH, B=40, rng=0)
+    real, calls = refits._refit_ems, []
+
+    def short(A, AT, C, n, P0, *args):
+        P, evals, conv = real(A, AT, C, n, P0, *args)
+        if not calls:
+            P[0], conv[0] = P0[0], False
+        calls.append(C.shape[0])
+        return P, evals, conv
+
+    monkeypatch.setattr(refits, "_refit_ems", short)
+    monkeypatch.setattr(_parallel, "_MIN_COLUMNS", 10**9)  # one batch
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bs = e.bootstrap(MECH, B=40, rng=0)
+    assert calls == [40, 1] and bs.converged == 40
+    assert np.abs(bs.replicates - clean.replicates).max() <= 1e-4
+
+
 # -- bootstrap refits in threads ------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["em mle", "em steps=40", "ems weight=0.125", "em", "ems", "fft em steps=30",

@@ -161,7 +161,9 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
 
     * ``"ems"``: all ``B`` replicates at once (``B x k`` matrix products),
       warm-started at ``p_hat``, stopped at an estimated TV distance ``tol``
-      (default ``1e-5``) to the fixed point;
+      (default ``1e-5``) to the fixed point; replicates left short at ``max_iter`` get a
+      second run from where they stopped (all on small channels, else when they are at most
+      5 % of ``B``: ``refits._finish_pays``);
     * ``"em"``: SQUAREM EM on all ``B`` replicates at once (:func:`_refit_em`; FFT products
       where they apply), warm-started at
       ``0.95 p_hat + 0.05 / k`` (EM cannot revive values with mass 0), stopped at
@@ -169,9 +171,9 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       channels (about 200 values or fewer) EM runs 100 evaluations and Newton
       (``mle._newton``) certifies the replicates it left above ``tol``, column by
       column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.
-      When at most 5 % of the replicates are still above ``tol`` after that, each is refit
-      alone by the first fit's solver (``refits._mle_finish``), so that a few stragglers far
-      from ``p_hat`` do not leave the bootstrap uncertified; a larger share is reported as is;
+      Replicates still above ``tol`` after that are refit one by one by the first fit's solver
+      (``refits._mle_finish``): all of them on small channels, on larger ones when they are at
+      most 5 % of ``B`` (a few stragglers far from ``p_hat``; a larger share is reported as is);
     * ``"inversion"``: least squares and simplex projection (no iteration).
 
     Parameters

@@ -47,8 +47,8 @@ _REFIT_EM_FIRST = 100
 # EM cannot revive a value that has mass exactly 0 (multiplicative update), and the MLE has many;
 # replicate fits start from (1 - w) p_hat + w / k so that every value can move.
 _EM_WARM_MIX = 0.05
-# Refits left above tol by the batched solvers are finished one by one by the first fit's solver when
-# they are at most this share of the batch (refits._mle_finish).
+# Refits left above tol by the batched solvers are finished one by one by the first fit's solver, on a
+# large channel when they are at most this share of the batch (refits._mle_finish).
 _FINISH_SHARE = 0.05
 
 
@@ -240,7 +240,11 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
         parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
                            B, blocks)
-        return np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts]), None, False
+        P, conv = np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts])
+        left = np.flatnonzero(~conv)
+        if _finish_pays(model, left.size, B):  # stragglers: another max_iter evaluations from where they are
+            P[left], _, conv[left] = _refit_ems(A, AT, C[left], float(n), P[left], smooth, weight, tol, max_iter)
+        return P, conv, None, False
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
 
@@ -273,27 +277,41 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     return P / P.sum(axis=1, keepdims=True), conv, gaps, False
 
 
+def _finish_pays(model, left: int, B: int) -> bool:
+    """Whether ``left`` refits of ``B`` that stopped short of ``tol`` get a second run of their own
+    (:func:`_mle_finish`; EMS's: another ``max_iter`` evaluations from where they stopped): on small
+    channels (a dense Newton step of at most :data:`_REFIT_NEWTON_COST` flops, about 200 values)
+    always, else when they are at most :data:`_FINISH_SHARE` of the batch (at least one)."""
+    if left == 0:
+        return False
+    return _dense_newton_cost(model.k, model.m) <= _REFIT_NEWTON_COST or left <= max(1, int(_FINISH_SHARE * B))
+
+
 def _mle_finish(model, CT, n, P, conv, gaps, tol, max_iter):
     """The first fit's own solver (``mle._mle``: EM, Newton, the active set) on the columns the batched
-    refits left above ``tol``, when they are few (at most :data:`_FINISH_SHARE` of the batch, at least
-    one), from the uniform start as a first fit and, if that falls short, from the better point so far,
-    each with another ``max_iter`` evaluations; ``P``, ``conv``, ``gaps`` updated in place where it
-    certifies a smaller gap.
+    refits left above ``tol``, from the uniform start as a first fit and, if that falls short, from the
+    better point so far, each with another ``max_iter`` evaluations; ``P``, ``conv``, ``gaps`` updated
+    in place where it certifies a smaller gap.  All of them on small channels (a dense Newton step of
+    at most :data:`_REFIT_NEWTON_COST` flops, about 200 values), else only when they are few (at most
+    :data:`_FINISH_SHARE` of the batch, at least one).
 
     The batched refits are built for the common replicate, near the MLE ``p_hat`` they start from;
-    a few replicates are not.  Measured (1,000 values, 10^6 reports of two atoms, the Gaussian design
-    of (eps, delta, H) = (1, 1e-6, 10), a dense channel; B = 200 with seeds 0, 1, 2): 1, 3 and 2
-    refits were left at the 2,000-evaluation cap with certified gaps of 11-94 nats; each is
-    certified here from the uniform start, at 0.6-1.4 s per bootstrap of 15-16 s (from the refit's
-    point: 3-7 s, and one of the six left short).  Where many are left, the channel's MLE
-    is slow for every replicate, and finishing them would multiply the bootstrap's cost: a smooth
-    truth on 10^4 values, 10^8 reports (``robust=True``'s MLE refits, B = 20), left 12 of 20 at gaps
-    of 1.8-6.4 nats, and this solver needed about 2 s for each (1,300-1,800 EM evaluations from the
-    refit's point; from the uniform start 2,000 did not suffice).  Those stay as they are and
-    :func:`~sparseldp.estimation.intervals.bootstrap` reports them.
+    a few replicates are not.  Measured (B = 200, one run each): 1,000 values, 10^6 reports of two
+    atoms, the Gaussian design of (eps, delta, H) = (1, 1e-6, 10) (a dense channel), seeds 0, 1, 2:
+    1, 3 and 2 refits were left at the 2,000-evaluation cap with certified gaps of 11-94 nats; each
+    is certified here from the uniform start, at 0.6-3 s per bootstrap of 15-16 s (from the
+    refit's point: 3-7 s, and one of the six left short).  100 values, 10^6 reports of a smooth
+    truth with a 30 % spike, Laplace design (2, 1e-8, 3) (window 59): 13 refits left after the
+    Newton finish (gaps 0.9-4.6 nats), all certified here, 4.9 s against 3.9 s.  Where many are
+    left on a large channel, its MLE is slow for every replicate, and finishing them would
+    multiply the bootstrap's cost: a smooth truth on 10^4 values, 10^8 reports (``robust=True``'s
+    MLE refits, B = 20), left 12 of 20 at gaps of 1.8-6.4 nats, and this solver needed about 2 s
+    for each (1,300-1,800 EM evaluations from the refit's point; from the uniform start 2,000 did
+    not suffice).  Those stay as they are and :func:`~sparseldp.estimation.intervals.bootstrap`
+    reports them.
     """
     left = np.flatnonzero(~conv)
-    if left.size > max(1, int(_FINISH_SHARE * conv.size)):
+    if not _finish_pays(model, left.size, conv.size):
         return
     for j in left:
         nz = np.flatnonzero(CT[:, j] > 0)
