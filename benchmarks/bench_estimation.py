@@ -18,6 +18,9 @@ Rows (medians of repeated runs in this process):
 * 1,000 values at (eps, delta, H) = (1, 1e-6, 10): auto and its bootstrap (B = 200) for Laplace
   (window 275) and Gaussian (window 701: a dense channel), on two bumps and on two atoms.
 * fewer reports than values: auto on 2 x 10^4 and 10^5 values, 10^4 reports (SparseLaplace s=7).
+* small dense channel: 100 values under the Gaussian design at (1, 1e-6, 10) (window 695), 10^6
+  reports of the battery's smooth and spiky truths: auto, then its bootstrap (B = 200; the EM to its
+  20,000-step cap on each replicate) in single precision (the default) and double, one run each.
 * sparse MLE: method="em" on 10^4 values, window 275, 10^7 reports of two atoms (the active-set
   Newton; its bootstrap B = 20) and of the same atoms over a 2 % floor (not sparse: the full solver).
 * EM step, sparse vs dense: one EM step with the banded CSR channel vs a plain dense
@@ -133,6 +136,7 @@ def run() -> list[dict]:
     rows += _mid_domain()
     rows += _sparse_mle()
     rows += _few_reports()
+    rows += _small_dense()
 
     # one EM step, sparse (ours) vs plain dense, on the same counts
     model = _model(mech, (0, K - 1))
@@ -279,6 +283,41 @@ def _long_window(n) -> list[dict]:
                  "ratio": t_double / t_bs,
                  "note": f"double {t_double:.1f} s; mean interval ends moved {moved:.1e} of its width; "
                          f"fit + intervals {t_fit + t_bs:.1f} s"})
+    return rows
+
+
+def _small_dense() -> list[dict]:
+    """``auto`` and its bootstrap on a small dense channel: 100 values, ``design("gaussian", eps=1,
+    delta=1e-6, H=10)`` (window 695, wider than the domain), 10^6 reports (counts drawn directly) of
+    the battery's smooth and spiky truths; B = 200 in single (the default) and double precision, one
+    run each, and the largest move of the mean's interval ends between the two."""
+    import sparseldp as sl
+    from bench_estimators import _shapes
+    from sparseldp.estimation import _model, estimate_frequencies_full
+
+    k = 100
+    mech = sl.design("gaussian", eps=1, delta=1e-6, H=10).mechanism
+    model = _model(mech, (0, k - 1))
+    rows = []
+    for shape in ("smooth", "spike"):
+        p = _shapes(k)[shape]
+        rc = _direct_counts(model, p, 10**6, seed=40)
+        t0 = time.perf_counter()
+        est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="auto")
+        t_fit = time.perf_counter() - t0
+        times, ends = {}, {}
+        for precision in ("single", "double"):
+            t0 = time.perf_counter()
+            bs = est.bootstrap(mech, B=200, rng=40, precision=precision)
+            times[precision] = time.perf_counter() - t0
+            ends[precision] = est.mean(ci=bs)[1]
+        width = ends["double"][1] - ends["double"][0]
+        moved = max(abs(a - b) for a, b in zip(ends["single"], ends["double"])) / width
+        rows.append({"name": f"100 values, Gaussian window {mech.s} (dense), {shape}, 1e6 reports: auto + "
+                             "bootstrap B=200 (single precision)", "median_s": t_fit + times["single"],
+                     "ratio": (t_fit + times["double"]) / (t_fit + times["single"]),
+                     "note": f"chose {est.regularization}; fit {t_fit:.1f} s, bootstrap {times['single']:.1f} s "
+                             f"(double {times['double']:.1f} s); mean interval ends moved {moved:.1e} of its width"})
     return rows
 
 

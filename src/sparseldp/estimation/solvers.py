@@ -162,14 +162,19 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
     same in exact arithmetic).  ``observe(t, P, Q)`` (rows, and their outputs ``Q = A^T P`` as rows)
     is called before each step and after the last, and stops the run when it returns true.  FFT
     products run the steps fused (``_toeplitz._Conv.em_rows``), in single precision if ``single``;
-    other products step by step here, always in double.
+    other products step by step here, dense ones in single precision if ``single`` (sparse ones
+    always in double).
     """
     fused = getattr(A, "em_rows", None)
     if fused is not None:
         return fused(P, C, steps, inv_n, observe, np.float32 if single else np.float64)
+    dtype = np.float64
+    if single and isinstance(A, np.ndarray):  # dense products in float32 (sgemm); the rows come back in double
+        dtype = np.float32
+        A, AT = A.astype(dtype), AT.astype(dtype)
     # column layout as views of the rows (Fortran order): products on contiguous transposes
-    P = np.array(P, dtype=float).T
-    CT = np.asarray(C, dtype=float).T
+    P = np.array(P, dtype=dtype).T
+    CT = np.asarray(C, dtype=dtype).T
     has = CT > 0
     for t in range(steps + 1):
         if t == steps and observe is None:
@@ -177,9 +182,14 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
         Q = AT @ P
         if observe is not None and (observe(t, P.T, Q.T) or t == steps):
             break
+        if dtype is np.float32:  # an iterate that underflows must not make an observed output impossible
+            np.maximum(Q, np.finfo(np.float32).tiny, out=Q)
         R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
         P = P * (A @ R)
         P *= inv_n if inv_n is not None else 1.0 / P.sum(axis=0, keepdims=True)
+    if dtype is np.float32:
+        P = P.astype(np.float64)
+        P /= P.sum(axis=0, keepdims=True)
     return np.ascontiguousarray(P.T)
 
 
