@@ -16,7 +16,8 @@ Rows (medians of repeated runs in this process):
   bootstrap B = 50 as one batch vs in blocks over threads (same seed, same run), B = 200 with its
   refits in single precision (the default) vs double (same seed, same run).
 * 1,000 values at (eps, delta, H) = (1, 1e-6, 10): auto and its bootstrap (B = 200) for Laplace
-  (window 275) and Gaussian (window 701: a dense channel), on two bumps and on two atoms.
+  (window 275) and Gaussian (window 695 as designed on 2026-11-29, 701 in earlier runs: a dense channel), on
+  two bumps and on two atoms.
 * fewer reports than values: auto on 2 x 10^4 and 10^5 values, 10^4 reports (SparseLaplace s=7).
 * small dense channel: 100 values under the Gaussian design at (1, 1e-6, 10) (window 695), 10^6
   reports of the battery's smooth and spiky truths: auto, then its bootstrap (B = 200; the EM to its
@@ -323,7 +324,7 @@ def _small_dense() -> list[dict]:
 
 def _mid_domain() -> list[dict]:
     """``auto`` on 1,000 values with designs at (eps, delta, H) = (1, 1e-6, 10): Laplace (window 275,
-    a sparse channel) and Gaussian (window 701, wider than the domain: a dense one), on two bumps and
+    a sparse channel) and Gaussian (window 695, wider than the domain: a dense one), on two bumps and
     on two atoms, 10^6 reports (counts drawn directly), one run each; then the bootstrap B = 200."""
     import sparseldp as sl
     from sparseldp.estimation import _model, estimate_frequencies_full

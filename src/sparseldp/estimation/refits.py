@@ -310,7 +310,7 @@ def _mle_finish(model, CT, n, P, conv, gaps, tol, max_iter):
     a few replicates are not.  Measured (B = 200, one run each): 1,000 values, 10^6 reports of two
     atoms, the Gaussian design of (eps, delta, H) = (1, 1e-6, 10) (a dense channel), seeds 0, 1, 2:
     1, 3 and 2 refits were left at the 2,000-evaluation cap with certified gaps of 11-94 nats; each
-    is certified here from the uniform start, at 0.6-3 s per bootstrap of 15-16 s (from the
+    is certified here from the uniform start, at 0.7-4 s more per bootstrap of 15-16 s (from the
     refit's point: 3-7 s, and one of the six left short).  100 values, 10^6 reports of a smooth
     truth with a 30 % spike, Laplace design (2, 1e-8, 3) (window 59): 13 refits left after the
     Newton finish (gaps 0.9-4.6 nats), all certified here, 4.9 s against 3.9 s.  Where many are
