@@ -67,8 +67,8 @@ def blocks_for(dense: bool, columns: int) -> int:
 
 
 def dense_step_blocks(k: int, m: int, columns: int) -> int:
-    """Blocks for the plain EM steps of ``auto``'s ``"em steps=t"`` refits on a dense channel (``k``
-    inputs, ``m`` outputs): 2 where BLAS runs in one thread anyway (:func:`small_blas`: at most
+    """Blocks for the plain EM steps of ``auto``'s ``"em steps=t"`` and ``"em flow=T"`` refits on a dense
+    channel (``k`` inputs, ``m`` outputs): 2 where BLAS runs in one thread anyway (:func:`small_blas`: at most
     :data:`_SMALL_BLAS` entries) and each block keeps at least :data:`_MIN_COLUMNS` columns, else 1.
 
     Unlike the MLE's refits (module docstring), these run thousands of steps whose two products are
