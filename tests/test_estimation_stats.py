@@ -3,6 +3,7 @@ point statistics on exact small examples, and the parametric bootstrap's interva
 (contain the estimate, reproducible for a seed, shrink with n).  Coverage is measured
 by benchmarks/bench_coverage.py, not here."""
 
+import re
 import warnings
 
 import numpy as np
@@ -714,6 +715,38 @@ def test_a_few_refits_left_by_the_batch_are_finished_by_the_first_fits_solver(mo
         assert bs.converged == 37
 
 
+@pytest.mark.parametrize("estimated", [False, True])
+def test_unconverged_ems_refits_warn_how_far_they_are(monkeypatch, estimated):
+    # EMS refits cut short say how far they are (the estimated distance once five cycles have run;
+    # forced here by a wrapped refit, as this small channel converges within them), how far their last
+    # steps moved them, and how far the replicates lie from the estimate
+    from sparseldp.estimation import refits
+
+    e = _estimate(20_000, "ems")
+    if estimated:
+        real = refits._refit_ems
+
+        def short(*args):
+            P, evals, conv, dist = real(*args)
+            conv[:] = False
+            dist[0], dist[1] = 2e-4, 3e-6
+            return P, evals, conv, dist
+
+        monkeypatch.setattr(refits, "_refit_ems", short)
+    with pytest.warns(RuntimeWarning) as rec:
+        bs = e.bootstrap(MECH, B=10, rng=0, max_iter=60 if estimated else 4)
+    text = " ".join(str(w.message) for w in rec)
+    assert bs.converged == 0
+    assert re.search(r"10 of 10 bootstrap refits stopped at max_iter = \d+ before tol = 1e-05 \(", text)
+    far = (r"estimated TV distance to their fixed points: median 0\.0002, largest 0\.0002; their last steps moved "
+           r"them a median TV distance of 3e-06" if estimated else
+           r"no estimate of their distance to their fixed points, as fewer than five cycles ran or the last ones "
+           r"did not contract; their last steps moved them a median TV distance of [0-9.e+-]+")
+    assert re.search(far, text)
+    spread = np.median(0.5 * np.abs(bs.replicates - e.p).sum(axis=1))
+    assert f", and the replicates lie a median TV distance of {spread:.3g} from the estimate)" in text
+
+
 def test_an_ems_refit_left_short_gets_a_second_run(monkeypatch):
     # the batched EMS refit is made to leave its first column at the warm start, unconverged; a second
     # run of its own (another max_iter evaluations from there) reaches the undisturbed replicate
@@ -726,11 +759,11 @@ def test_an_ems_refit_left_short_gets_a_second_run(monkeypatch):
     real, calls = refits._refit_ems, []
 
     def short(A, AT, C, n, P0, *args):
-        P, evals, conv = real(A, AT, C, n, P0, *args)
+        P, evals, conv, dist = real(A, AT, C, n, P0, *args)
         if not calls:
             P[0], conv[0] = P0[0], False
         calls.append(C.shape[0])
-        return P, evals, conv
+        return P, evals, conv, dist
 
     monkeypatch.setattr(refits, "_refit_ems", short)
     monkeypatch.setattr(_parallel, "_MIN_COLUMNS", 10**9)  # one batch

@@ -163,7 +163,13 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       warm-started at ``p_hat``, stopped at an estimated TV distance ``tol``
       (default ``1e-5``) to the fixed point; replicates left short at ``max_iter`` get a
       second run from where they stopped (all on small channels, else when they are at most
-      5 % of ``B``: ``refits._finish_pays``);
+      5 % of ``B``: ``refits._finish_pays``).  Those still short are reported with their
+      estimated distance to the fixed point, their last step and the replicates' median TV
+      distance from the estimate.  Measured (1,000 values, the Gaussian design of (1, 1e-6, 10),
+      10^4 reports, ``auto``'s ``"ems weight=0.03125"``): 161 of 200 refits short at 2,000
+      evaluations, last steps of 6e-7 against a spread of 0.27; run on to convergence (20,000
+      evaluations, B = 100: 142.6 s against 22.3 s) the interval ends moved by at most 1.5 % of
+      their width for the mean, variance, a CDF value and a range query, and 4.2 % per value;
     * ``"em"``: SQUAREM EM on all ``B`` replicates at once (:func:`_refit_em`; FFT products
       where they apply), warm-started at
       ``0.95 p_hat + 0.05 / k`` (EM cannot revive values with mass 0), stopped at
@@ -290,7 +296,16 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
                       RuntimeWarning, stacklevel=2)
     elif n_conv < B:
         how = ""
-        if gaps is not None:  # say how far: a certified gap of a few nats on n reports moves little
+        if gaps is not None and method == "ems":  # say how far, against how far the replicates move
+            dist, step = gaps[0, ~conv], gaps[1, ~conv]
+            spread = float(np.median(0.5 * np.abs(P - p_hat).sum(axis=1)))
+            far = (f"estimated TV distance to their fixed points: median {np.median(dist):.3g}, largest "
+                   f"{dist.max():.3g}" if np.all(np.isfinite(dist)) else
+                   "no estimate of their distance to their fixed points, as fewer than five cycles ran or the "
+                   "last ones did not contract")
+            how = (f" ({far}; their last steps moved them a median TV distance of {np.median(step):.3g}, and "
+                   f"the replicates lie a median TV distance of {spread:.3g} from the estimate)")
+        elif gaps is not None:  # say how far: a certified gap of a few nats on n reports moves little
             left = gaps[~conv]
             how = (f" (certified log-likelihood gaps of those: median {np.median(left):.3g}, largest "
                    f"{left.max():.3g} nats, on {n:,} reports)")

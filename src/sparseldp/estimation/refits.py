@@ -60,11 +60,12 @@ def _refit_ems(A, AT, C, n, P0, passes, weight, tol, max_iter):
     (sparse, dense, or applied by FFT, :mod:`sparseldp.estimation._toeplitz`).
     ``solvers._ems_fixed``: accelerated, the same stopping rule (``tol``) as
     ``method="ems"``; converged replicates are frozen.  Returns (P, evals,
-    converged mask), ``P`` with one row per replicate.
+    converged mask, ``2 x B``: the estimated TV distance of each to its fixed point and its last
+    plain step), ``P`` with one row per replicate.
     """
-    P, evals, conv = _ems_fixed(A, AT, np.ascontiguousarray(C.T), 1.0 / n, np.ascontiguousarray(P0.T),
-                                passes, weight, tol, max_iter)
-    return np.ascontiguousarray(P.T), evals, conv
+    P, evals, conv, dist = _ems_fixed(A, AT, np.ascontiguousarray(C.T), 1.0 / n, np.ascontiguousarray(P0.T),
+                                      passes, weight, tol, max_iter, with_dist=True)
+    return np.ascontiguousarray(P.T), evals, conv, dist
 
 
 def _refit_em_steps(A, AT, C, n, P0, steps, single=False):
@@ -208,8 +209,10 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     ``method`` is :func:`_refit_plan`'s: ``"em-steps"`` (``steps`` plain EM steps from the
     uniform start; on FFT products in single precision if ``single``), ``"ems"`` (``smooth`` passes
     of weight ``weight``, warm-started at ``p_hat``), ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``)
-    or ``"inversion"``.  Returns ``(P, converged mask, certified gaps or None, single)``, ``P`` with
-    one replicate per row and ``single`` whether single precision was used.
+    or ``"inversion"``.  Returns ``(P, converged mask, gaps or None, single)``, ``P`` with one replicate
+    per row, ``gaps`` the MLE refits' certified log-likelihood gaps (nats) or the EMS refits'
+    estimated TV distances to their fixed points and last steps (``2 x B``), and ``single`` whether
+    single precision was used.
     """
     B, k = C.shape[0], model.k
     if method == "inversion":
@@ -252,10 +255,12 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
                            B, blocks)
         P, conv = np.vstack([part[0] for part in parts]), np.concatenate([part[2] for part in parts])
+        dist = np.hstack([part[3] for part in parts])
         left = np.flatnonzero(~conv)
         if _finish_pays(model, left.size, B):  # stragglers: another max_iter evaluations from where they are
-            P[left], _, conv[left] = _refit_ems(A, AT, C[left], float(n), P[left], smooth, weight, tol, max_iter)
-        return P, conv, None, False
+            P[left], _, conv[left], dist[:, left] = _refit_ems(A, AT, C[left], float(n), P[left], smooth, weight,
+                                                               tol, max_iter)
+        return P, conv, dist, False
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
 

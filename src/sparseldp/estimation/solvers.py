@@ -193,7 +193,7 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
     return np.ascontiguousarray(P.T)
 
 
-def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter):
+def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=False):
     r"""EMS to its fixed point in every column of ``C`` (counts, ``m' x b``), from the columns of ``P``.
 
     The EMS map ``F`` is a contraction near its fixed point, often a slow one
@@ -214,13 +214,16 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter):
     distance to the fixed point, as for plain EMS in the
     :mod:`sparseldp.estimation` docstring), or once ``d' <= 1e-14``; converged
     columns are frozen.  ``max_iter`` caps the evaluations of ``F``.
-    Returns (P, evaluations, converged mask).
+    Returns (P, evaluations, converged mask), and with ``with_dist`` a ``2 x b`` array: each column's
+    last estimated distance ``d' rho / (1 - rho)`` (``inf`` before five cycles or at a rate of 1) and
+    its last plain step ``d'``.
     """
     P = np.array(P, dtype=float)
     C = np.asarray(C, dtype=float)
     inv_n = np.broadcast_to(np.asarray(inv_n, dtype=float), (C.shape[1],))
     active = np.ones(C.shape[1], bool)
     rates = np.zeros((_EMS_RATE_SPAN, C.shape[1]))  # the last cycles' observed rates, per column
+    dist = np.full((2, C.shape[1]), np.inf)  # estimated distance to the fixed point, last plain step
     evals = cycles = 0
     while evals + 2 <= max_iter and active.any():
         ia = np.flatnonzero(active)
@@ -239,7 +242,10 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter):
         with np.errstate(divide="ignore", invalid="ignore"):
             rates[cycles % _EMS_RATE_SPAN, ia] = np.where(d > 0, d2 / d, 0.0)
             rho = rates[:, ia].max(axis=0)  # the slowest of the last cycles: the early steps are fast
-            done = (d2 <= _EMS_FLOOR) | ((cycles >= _EMS_RATE_SPAN) & (rho < 1.0) & (d2 * rho / (1.0 - rho) <= tol))
+            est = np.where((cycles >= _EMS_RATE_SPAN) & (rho < 1.0), d2 * rho / (1.0 - rho), np.inf)
+            dist[0, ia] = np.where(d2 <= _EMS_FLOOR, 0.0, est)
+            dist[1, ia] = d2
+            done = (d2 <= _EMS_FLOOR) | (est <= tol)
         cycles += 1
         a, Pe = _squarem(Pa, r, u, P2, max_halvings=_EMS_HALVINGS)
         extra = (a < -1.0) & ~done
@@ -256,7 +262,7 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter):
         ia = np.flatnonzero(active)
         P[:, ia] = _ems_map(A, AT, C[:, ia], inv_n[ia], P[:, ia], passes, weight)
         evals += 1
-    return P, evals, ~active
+    return (P, evals, ~active, dist) if with_dist else (P, evals, ~active)
 
 
 def _ems(A, AT, c, n, k, tol, max_iter, passes, weight=0.25):
