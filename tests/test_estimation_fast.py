@@ -93,6 +93,25 @@ def test_fused_em_steps_match_the_step_by_step_products(mech, k, subset):
 
 
 @pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian", "gaussian-dense"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_em_steps_skip_the_unobserved_end_columns_exactly(mech, k, dtype):
+    """Without observe, em_rows leaves out the exact end columns that no row observes (their ratio is 0):
+    the same iterates, bit for bit, as the run that keeps them all (observe forces it)."""
+    model = _model(mech, (0, k - 1))
+    FA, FAT = model.fast_columns(np.arange(model.m))
+    conv = FA._c
+    rng = np.random.default_rng(5)
+    C = rng.poisson(30.0, (4, model.m)).astype(float)
+    far = conv.i_edge[conv.i_edge.size // 4: -(conv.i_edge.size // 4) or None]
+    C[:, conv.i_edge[: conv.i_edge.size // 3]] = 0.0  # the lower end unobserved by every row
+    C[1:, far] = 0.0  # more end columns seen by the first row only
+    P0 = rng.dirichlet(np.full(k, 2.0), size=4)
+    skipped = FA.em_rows(P0, C, 9, None, None, dtype)
+    kept = FA.em_rows(P0, C, 9, None, lambda t, P, Q: False, dtype)
+    assert np.array_equal(skipped, kept)
+
+
+@pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian", "gaussian-dense"])
 def test_single_precision_em_run_is_the_same_map_to_float32_roundoff(mech, k):
     """em_rows(dtype=float32), the bootstrap's long-window refit: the EM map of the double run, its
     iterates off by no more than single precision's roundoff relative to the largest probability

@@ -186,6 +186,9 @@ class _Conv:
 
         Measured (10^4 values, a window of 275, 50 rows in two threads of one FFT thread each):
         133 us a row and step before this fusion's scale cancellation, 104 us in double, 66 us in single.
+        Without ``observe`` the exact end columns that no row observes are left out (their ratio is 0,
+        so the iterates are the same bit for bit): 1,000 values under a Gaussian window of 695 (438 exact
+        end columns), 10^4 reports, 25 rows in single precision, 79 us a row and step against 35-44 us.
         """
         dtype = np.dtype(dtype)
         if dtype not in (np.float64, np.float32):
@@ -205,9 +208,19 @@ class _Conv:
         Cm = C[:, self.i_mid_ix].astype(dtype)
         Rm = xr[:, self.mid_ix] if mid_slice else np.zeros_like(Cm)
         edges = self.i_edge.size > 0
-        rows = self.edge_rows
+        rows, E, ET = self.edge_rows, self.E, self.ET
         Qe = np.zeros((b, 0))
         Ce = C[:, self.i_edge]
+        if edges and observe is None:
+            # no one reads Q: the end outputs no row observes add nothing (their ratio is 0), so their
+            # exact columns are left out (the far ends of a wide window: most of them at 10^4 reports)
+            seen = np.flatnonzero((Ce > 0).any(axis=0))
+            if seen.size < Ce.shape[1]:
+                E = sp.csr_array(E[:, seen])
+                touched = np.flatnonzero(np.diff(E.indptr))  # the values that reach those outputs
+                rows, E = rows[touched], sp.csr_array(E[touched])
+                ET, Ce = sp.csr_array(E.T), Ce[:, seen]
+                edges = seen.size > 0
         has_e = Ce > 0
         Re = np.zeros_like(Ce)
         Q = None if observe is None else np.empty((b, self.obs.size))  # reused: observe reads it at once
@@ -221,7 +234,7 @@ class _Conv:
             Zm = Z[:, self.mid_ix]
             np.maximum(Zm, floor, out=Zm)  # > 0: a ratio with no count is 0
             if edges:
-                Qe = (self.ET @ p[:, rows].T.astype(float)).T
+                Qe = (ET @ p[:, rows].T.astype(float)).T
             if observe is not None:
                 Q[:, self.i_mid_ix] = Zm if self.f_mid is None else Zm * self.f_mid
                 Q[:, self.i_edge] = Qe
@@ -237,7 +250,7 @@ class _Conv:
             G = sfft.irfft(F, L, axis=1, workers=workers)[:, :k]
             np.maximum(G, 0.0, out=G)
             if edges:
-                G[:, rows] += (self.E @ Re.T).T
+                G[:, rows] += (E @ Re.T).T
             p *= G
             p *= scale if scale is not None else 1.0 / p.sum(axis=1, keepdims=True)
         out = p.astype(np.float64)
