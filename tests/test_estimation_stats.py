@@ -747,6 +747,27 @@ def test_unconverged_ems_refits_warn_how_far_they_are(monkeypatch, estimated):
     assert f", and the replicates lie a median TV distance of {spread:.3g} from the estimate)" in text
 
 
+def test_ems_refits_on_the_outputs_some_replicate_has_are_the_same():
+    # EMS refits run on the outputs some replicate observes (the others add nothing to a step): on FFT
+    # products the replicates are those of the refit over every output, bit for bit
+    import sparseldp as sl
+    from sparseldp.estimation import _model, refits
+
+    mech, k = sl.SparseGaussian(sigma=12.0, s=301), 1500
+    model = _model(mech, (0, k - 1))
+    x = np.arange(k)
+    p_hat = np.exp(-0.5 * ((x - 700) / 150.0) ** 2)
+    p_hat /= p_hat.sum()
+    q = np.maximum(np.asarray(model.unscaled().T @ p_hat).ravel(), 0.0)
+    C = np.random.default_rng(3).multinomial(2_000, q / q.sum(), size=6).astype(float)
+    assert (C.sum(axis=0) == 0).sum() > 200  # many outputs no replicate has
+    P, conv, _, _ = refits._refit_replicates(model, C, 2_000, p_hat, "ems", 1, 0.125, None, 1e-5, 400)
+    A, AT = model.fast_columns(np.arange(model.m))
+    P0 = 0.999 * np.broadcast_to(p_hat, (6, k)) + 0.001 / k
+    ref, _, ref_conv, _ = refits._refit_ems(A, AT, C, 2_000.0, P0, 1, 0.125, 1e-5, 400)
+    assert np.array_equal(P, ref) and np.array_equal(conv, ref_conv)
+
+
 def test_an_ems_refit_left_short_gets_a_second_run(monkeypatch):
     # the batched EMS refit is made to leave its first column at the warm start, unconverged; a second
     # run of its own (another max_iter evaluations from there) reaches the undisturbed replicate

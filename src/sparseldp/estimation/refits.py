@@ -250,6 +250,10 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
         return P.T, ~failed, None, single
     if method == "ems":
+        used = np.flatnonzero(C.sum(axis=0) > 0)
+        if used.size < model.m:  # the outputs no replicate has add nothing to an EMS step
+            A, AT = model.fast_columns(used)
+            C = np.ascontiguousarray(C[:, used])
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
         parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
