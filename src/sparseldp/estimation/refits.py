@@ -218,9 +218,22 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     if method == "inversion":
         P = np.vstack([project_simplex(_least_squares(model, C[b] / n)) for b in range(B)])
         return P, np.ones(B, bool), None, False
+    # the outputs some replicate has: the others add nothing to an EM or EMS step
+    used = np.flatnonzero(C.sum(axis=0) > 0)
+    if method == "em-flow":
+        # auto's "em flow=T" member: the cap's plain EM steps from the uniform start, then the EM flow to
+        # T (its Newton steps per replicate)
+        EA, EAT = model.columns(used)
+        single = single and model.dense  # the plain EM steps in float32 (dense products); the flow in double
+        parts = map_blocks(lambda r: _flow_fits(EA, EAT, np.ascontiguousarray(C[r][:, used].T), steps, single), B,
+                           dense_step_blocks(model.k, used.size, B) if model.dense else 1)
+        P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
+        return P.T, ~failed, None, single
     # FFT products where they apply; every refit is column by column, so blocks run in threads
-    # unless the products are dense matrix products (BLAS is already parallel)
-    A, AT = model.fast_columns(np.arange(model.m))
+    # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
+    # outputs; the MLE's refits index outputs by position, and the fused FFT steps skip the
+    # unobserved ones themselves (_toeplitz._Conv.em_rows), so both take every output
+    A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m))
     dense = isinstance(A, np.ndarray)
     blocks = blocks_for(dense, B)
     if method == "em-steps":
@@ -229,31 +242,16 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         P0 = np.full((B, k), 1.0 / k)
         single = single and (hasattr(A, "em_rows") or dense)  # FFT or dense products (sparse: double)
         Cs = C
-        if dense:
-            # the outputs some replicate has (the others add nothing to an EM step): 468 of 794 on 100
-            # values under a Gaussian window of 695 with 10^6 reports, 1.6x faster
-            used = np.flatnonzero(C.sum(axis=0) > 0)
+        if dense:  # on the used outputs: 468 of 794 on 100 values under a Gaussian window of 695 with
+            # 10^6 reports, 1.6x faster
             A, AT = model.columns(used)
             Cs = np.ascontiguousarray(C[:, used])
             blocks = dense_step_blocks(model.k, used.size, B)
         P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, Cs[r], float(n), P0[r], steps, single),
                                  B, blocks))
         return P, np.ones(B, bool), None, single
-    if method == "em-flow":
-        # auto's "em flow=T" member: the cap's plain EM steps from the uniform start, then the EM flow to
-        # T (its Newton steps per replicate), on the outputs some replicate has
-        used = np.flatnonzero(C.sum(axis=0) > 0)
-        EA, EAT = model.columns(used)
-        single = single and model.dense  # the plain EM steps in float32 (dense products); the flow in double
-        parts = map_blocks(lambda r: _flow_fits(EA, EAT, np.ascontiguousarray(C[r][:, used].T), steps, single), B,
-                           dense_step_blocks(model.k, used.size, B) if model.dense else 1)
-        P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
-        return P.T, ~failed, None, single
     if method == "ems":
-        used = np.flatnonzero(C.sum(axis=0) > 0)
-        if used.size < model.m:  # the outputs no replicate has add nothing to an EMS step
-            A, AT = model.fast_columns(used)
-            C = np.ascontiguousarray(C[:, used])
+        C = np.ascontiguousarray(C[:, used])
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
         P0 = 0.999 * np.broadcast_to(p_hat, (B, k)) + 0.001 / k
         parts = map_blocks(lambda r: _refit_ems(A, AT, C[r], float(n), P0[r], smooth, weight, tol, max_iter),
