@@ -298,19 +298,56 @@ def test_stop_is_the_first_step_below_the_target(request, fft):
     assert any(t != u for (t, _, _), (u, _, _) in zip(classic, ref))  # the two targets differ here
     for j, (t, P, _) in enumerate(classic):
         assert np.allclose(Ps["classic"][:, j], P, rtol=1e-7, atol=1e-12)
-    # "within": only as far as the run for the other members goes (-1 beyond it), the same stops where found
+    # "within": only as far as the column's own run for the other members goes (-1 beyond it), the same
+    # stops where found
     Pw, _ = _em_members._stopped_cols(A, AT, C, scale, cap, (2,), _em_members._rest_outputs(model, obs),
                                       classic="within")
-    end = max(min(2 * int(t), cap) for t in steps)
     for j, (t, _, _) in enumerate(classic):
+        end = min(2 * int(steps[j]), cap)
         assert Pw["classic_steps"][j] in (t, -1)  # found: the same stop
         if t <= end - _em_members._DEV_EVERY:  # a check after it within the run: found
             assert Pw["classic_steps"][j] == t
+        elif t > end:
+            assert Pw["classic_steps"][j] == -1
+    assert sorted(set(Pw["classic_steps"])) != [-1] and -1 in Pw["classic_steps"]  # both kinds here
     assert [t for t, _, _ in ref] == list(steps)
     assert sum(2 * _em_members._DEV_EVERY < t < cap and t % _em_members._DEV_EVERY for t in steps) >= 3  # reruns needed
     for j, (t, P, P2) in enumerate(ref):
         assert np.allclose(Ps[1][:, j], P, rtol=1e-7, atol=1e-12)
         assert np.allclose(Ps[2][:, j], P2, rtol=1e-7, atol=1e-12)  # the multiple: the same EM at 2 t
+
+
+@pytest.mark.parametrize("fft", [False, True], ids=["plain", "fft"])
+def test_stopped_columns_run_as_if_alone(request, fft):
+    """Columns whose members are all known leave the run (it goes on with the others): each column's
+    stops, multiples and classical stop ("within") are those of the column run alone, bit for bit on FFT
+    and sparse products.  Here one column stops within tens of steps and another runs to the cap."""
+    if fft:
+        request.getfixturevalue("fft_on")
+    mech, k = SparseLaplace(lam=0.1, s=61), 200
+    model = _model(mech, (0, k - 1))
+    x = np.arange(k)
+    smooth = np.exp(-0.5 * ((x - 100) / 30.0) ** 2)
+    spiky = smooth.copy()
+    spiky[[40, 41, 120, 160]] += 2.0
+    rng = np.random.default_rng(8)
+    cols = []
+    for p, n in ((smooth, 10**3), (spiky, 10**7), (smooth, 10**5), (spiky, 10**4)):
+        q = np.maximum(np.asarray(model.unscaled().T @ (p / p.sum())).ravel(), 0.0)
+        cols.append(rng.multinomial(n, q / q.sum()))
+    C = np.column_stack(cols).astype(float)
+    obs = np.flatnonzero(C.sum(axis=1) > 0)
+    C = C[obs]
+    A, AT = model.fast_columns(obs)
+    assert isinstance(A, _toeplitz._ConvA) == fft
+    scale, rest, cap = np.exp(model.log_cs[obs]), _em_members._rest_outputs(model, obs), 1_500
+    Ps, steps = _em_members._stopped_cols(A, AT, C, scale, cap, (2, 4), rest, classic="within")
+    assert steps.min() < 100 and steps.max() == cap  # the columns leave the run at very different steps
+    for j in range(C.shape[1]):
+        Pj, sj = _em_members._stopped_cols(A, AT, C[:, [j]], scale, cap, (2, 4), rest, classic="within")
+        assert sj[0] == steps[j] and Pj["classic_steps"][0] == Ps["classic_steps"][j]
+        for key in (1, 2, 4, "classic"):
+            np.testing.assert_array_equal(Ps[key][:, j], Pj[key][:, 0])
 
 
 def test_large_channel_has_no_stop_multiples(monkeypatch):

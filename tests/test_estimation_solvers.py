@@ -70,6 +70,60 @@ def test_squarem_columns_are_independent_and_match_one_column():
             np.testing.assert_allclose(Pe[:, j], pej, rtol=1e-12)
 
 
+def _squarem_whole_columns(P, r, u, P2, max_halvings):
+    """The halving loop over whole columns (the code before the risky-entry shortcut), as the reference."""
+    v = u - r
+    vv = (v * v).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        a = np.minimum(np.where(vv > 0, -np.sqrt((r * r).sum(axis=0) / vv), -1.0), -1.0)
+    a = np.where(np.isfinite(a), a, -1.0)
+    live = a < -1.0
+    halvings = 0
+    while np.count_nonzero(live):
+        Pe = P - 2.0 * a * r + a * a * v
+        neg = (Pe < 0).any(axis=0) & live
+        if np.count_nonzero(neg) and halvings != max_halvings:
+            h = 0.5 * (a - 1.0)
+            a = np.where(neg, np.where(h > -1.0 - 1e-3, -1.0, h), a)
+            live = a < -1.0
+            halvings += 1
+            continue
+        if np.count_nonzero(neg):
+            Pe = np.where(neg, P2, Pe)
+        Pe /= Pe.sum(axis=0)
+        return a, Pe
+    return a, P2
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("max_halvings", [40, 3, 0])
+def test_squarem_columns_test_only_risky_entries_and_match_the_whole_column_loop(seed, max_halvings):
+    """Columns of slowly contracting maps with entries near 0 (EMS on a wide kernel): the long step
+    overshoots some of them below 0 and the step is halved up to the cap; the shortcut that tests
+    only the entries that can turn negative gives the same step lengths and points bit for bit."""
+    gen = np.random.default_rng(seed)
+    k, b = 300, 7
+    star = gen.dirichlet(np.full(k, 0.3), size=b).T  # many entries near 0
+    e = gen.normal(size=(k, b)) * star.max(axis=0) * 0.2
+    e -= e.mean(axis=0)
+    rho = gen.uniform(0.9, 0.9995, size=b)
+    bend = 1.0 + gen.normal(size=(k, b)) * 0.05  # not exactly linear: the quadratic has its own curvature
+    P = np.abs(star + e)
+    P /= P.sum(axis=0)
+    P1 = np.maximum(star + rho * (P - star) * bend, 0.0)
+    P1 /= P1.sum(axis=0)
+    P2 = np.maximum(star + rho * (P1 - star) * bend, 0.0)
+    P2 /= P2.sum(axis=0)
+    P2[:, 0] = P1[:, 0]  # v = -r: a column without curvature
+    r, u = P1 - P, P2 - P1
+    a, Pe = _squarem(P, r, u, P2, max_halvings=max_halvings)
+    a_ref, Pe_ref = _squarem_whole_columns(P, r, u, P2, max_halvings)
+    np.testing.assert_array_equal(a, a_ref)
+    ext = a < -1.0
+    np.testing.assert_array_equal(Pe[:, ext], Pe_ref[:, ext])
+    assert np.any((a < -1.0) & (a > -1e6)) or max_halvings == 0  # some columns extrapolate after halvings
+
+
 def test_refit_em_steps_is_t_plain_em_steps():
     """The bootstrap's "em steps=t" refit against EM written out on the dense channel."""
     ch = SparseChannel.laplace(lam=0.7, s=5, domain=(0, 9), window="clipped")

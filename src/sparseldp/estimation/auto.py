@@ -26,7 +26,7 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    anything EM reaches and the classical stop only comes at the cap: 10^4 reports on 2 x 10^4
    values ran each of the five folds 20,000 steps (31-34 s for ``auto`` on uniform inputs; 0.7 s with the
    expected deviance as the target).  So the classical stop is on the path only where every
-   fold reaches it within the run the other members need (or the run goes to the cap anyway,
+   fold reaches it within the run its own other members need (or the run goes to the cap anyway,
    item 2b, whose iterate then stands in for it, as the classical rule stops at its cap).  It
    comes first among the EM members, although it is usually the later stop: it is preferred
    where it is within the slack (emulated on two draws of the battery with the former fits of the
@@ -196,8 +196,10 @@ _FOLDS = 5
 _EMS_WEIGHTS = (0.25, 0.125, 0.03125)
 # The same EM kept at these multiples of the discrepancy stop (less regularized members).
 _STOP_MULTS = (2, 4, 8)
-# EMS on the training folds stops when its estimated TV distance to the fixed point is below this.
+# EMS on the training folds stops when its estimated TV distance to the fixed point is below
+# min(_SELECT_TOL_MAX, max(_SELECT_TOL, 1 / n)) on n training reports (:func:`_select_tol`).
 _SELECT_TOL = 1e-6
+_SELECT_TOL_MAX = 1e-4
 # Slack, in standard errors of the held-out difference, granted to a more regularized member.
 _SE_FACTOR = 1.0
 # ... and at least this many nats of held-out log-likelihood in all (a likelihood ratio of e: evidence
@@ -251,6 +253,19 @@ def _split(c: np.ndarray, folds: int) -> np.ndarray:
     return out
 
 
+def _select_tol(n_train) -> float:
+    """EMS's stopping distance on the training folds (``n_train`` reports each): ``1 / n`` between
+    :data:`_SELECT_TOL` and :data:`_SELECT_TOL_MAX`.
+
+    The selection reads the fold fits through their held-out log-likelihood, and a fit a TV distance
+    ``d`` from its fixed point moves that score by about ``n_heldout d`` times a small factor (its first
+    order vanishes at a fit of the counts); so ``d ~ 1 / n`` keeps the score's error far below the
+    one-nat slack whatever ``n``, where a fixed ``d`` is either too strict for few reports or too loose
+    for many.  The cap keeps the fold fits within ``1e-4`` in TV for their spread (:func:`_fold_spread`).
+    """
+    return min(_SELECT_TOL_MAX, max(_SELECT_TOL, 1.0 / float(np.min(n_train))))
+
+
 def _logq(AT, P) -> np.ndarray:
     """``log q`` per output and fold (column-scaled: the shift is the same for every member)."""
     return np.log(np.maximum(AT @ P, _Q_FLOOR))
@@ -287,7 +302,7 @@ def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: i
     # EMS path, most smoothing first, warm starts
     P = np.full((k, b), 1.0 / k)
     for w in _EMS_WEIGHTS:
-        P, e, _ = _ems_fixed(A, AT, C, 1.0 / n_train, P, 1, w, _SELECT_TOL, max_iter)
+        P, e, _ = _ems_fixed(A, AT, C, 1.0 / n_train, P, 1, w, _select_tol(n_train), max_iter)
         evals += e
         fits[("ems", w)] = P
     # discrepancy-stopped EM on each column
