@@ -435,6 +435,40 @@ def test_dense_em_step_refits_single_precision_and_blocks(reg):
         assert np.abs(f(one) - f(two)).max() < 0.005 * f(two).std()
 
 
+def test_em_step_refits_take_fft_products_on_mid_size_sparse_channels():
+    """A window on Z with 20,000-200,000 stored entries: a single fit keeps the sparse products, the
+    bootstrap's "em steps=t" refits (blocks of at least 16 rows) take the FFT ones
+    (``_toeplitz._MIN_NNZ_BATCH``): in double they are the sparse refits to rounding, in single (the
+    default) their statistics stay within 0.5 % of the replicate spread."""
+    import dataclasses
+
+    import sparseldp as sl
+    from sparseldp.estimation import _model, _toeplitz, estimate_frequencies_full
+    from sparseldp.estimation._em_members import _uniform_em
+
+    m, k = sl.SparseLaplace(lam=0.3, s=41), 600
+    model = _model(m, (0, k - 1))
+    assert _toeplitz._MIN_NNZ_BATCH <= model.nnz < _toeplitz._MIN_NNZ and not model.dense
+    everything = np.arange(model.m)
+    assert not isinstance(model.fast_columns(everything)[0], _toeplitz._ConvA)
+    assert isinstance(model.fast_columns(everything, batch=20)[0], _toeplitz._ConvA)
+    x = np.random.default_rng(5).normal(250, 60, 40_000).round().clip(0, k - 1).astype(int)
+    est = estimate_frequencies_full(m.sample(x, rng=1), m, domain=(0, k - 1), method="auto")
+    est = dataclasses.replace(est, regularization="em steps=200")
+    runs = {pr: est.bootstrap(m, B=40, rng=2, precision=pr) for pr in ("single", "double")}
+    assert runs["single"].precision == "single" and runs["double"].precision == "double"
+    one, two = runs["single"].replicates, runs["double"].replicates
+    q = np.maximum(np.asarray(model.unscaled().T @ est.p).ravel(), 0.0)
+    C = np.random.default_rng(2).multinomial(est.n, q / q.sum(), size=40).astype(float)
+    A, AT = model.columns(everything)  # the sparse products, one batch, double
+    ref = _uniform_em(A, AT, C.T, 200).T
+    ref /= ref.sum(axis=1, keepdims=True)
+    assert np.abs(two - ref).max() <= 1e-9 and not np.array_equal(two, ref)  # FFT: equal to rounding
+    v = np.arange(k)
+    for f in (lambda P: P @ v, lambda P: P @ v**2 - (P @ v) ** 2, lambda P: P[:, :250].sum(axis=1)):
+        assert np.abs(f(one) - f(two)).max() < 0.005 * f(two).std()
+
+
 def test_single_precision_refits_stay_far_below_the_replicate_spread():
     """``precision="single"`` (the default) runs the long-window "em steps=t" refits' FFT products in
     float32: the same replicate histograms refitted both ways give statistics within 0.5 % of the

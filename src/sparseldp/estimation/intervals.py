@@ -206,8 +206,10 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
         a straggler's solo refit another ``max_iter`` evaluations).
     precision : {"single", "double"}
         Arithmetic of the refits that are pure number crunching: ``auto``'s ``"em steps=t"``
-        member on FFT products (``_toeplitz._Conv.em_rows``: windows of 24 or more on large
-        channels) or dense ones, and the plain EM steps of its ``"em flow=T"`` member (dense).
+        member on FFT products (``_toeplitz._Conv.em_rows``: windows of 24 or more on channels of
+        20,000 stored entries or more, where a single fit needs 200,000: the refits run on blocks of
+        rows, which share the FFT's per-call cost) or dense ones, and the plain EM steps of its
+        ``"em flow=T"`` member (dense).
         ``"single"`` (the default) runs their FFTs or matrix products and iterates in float32,
         1.6x faster; every other refit (the flow itself included), and every estimate, is in
         double whatever this says.  Dense: 100 values under the Gaussian design of (eps, delta,

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
 from ..core.mechanisms import RadiusMechanism
-from ._toeplitz import _MIN_NNZ as FFT_MIN_NNZ, fft_pair, window_of
+from ._toeplitz import _MIN_NNZ_BATCH as FFT_MIN_NNZ, fft_pair, window_of
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -77,8 +77,9 @@ class _Model:
         self.dense = self.nnz >= _DENSE_SHARE * self.k * self.m and self.k * self.m <= _DENSE_MAX
         self.S = S.toarray() if self.dense else S
         # the common log-window when every row is one window shifted (a kernel on Z, extended window);
-        # only looked for where the FFT products could apply (large enough; dense or not: a window
-        # wider than the domain makes the channel dense, and its products are then the costliest)
+        # only looked for where the FFT products could apply (large enough, at least for a batch of rows;
+        # dense or not: a window wider than the domain makes the channel dense, and its products are then
+        # the costliest)
         self.log_window = window_of(logm.tocsr(), self.k) if self.nnz >= FFT_MIN_NNZ else None
         # offsets y - x of every stored entry (for the bias of the report)
         self._contiguous = bool(self.m == 0 or int(self.outputs[-1]) - int(self.outputs[0]) + 1 == self.m)
@@ -95,11 +96,12 @@ class _Model:
         AT.sort_indices()
         return A, AT
 
-    def fast_columns(self, idx, exact=None):
+    def fast_columns(self, idx, exact=None, batch: int = 1):
         """Like :meth:`columns`, applied by FFT when the channel is a shifted window and that pays
-        (:mod:`sparseldp.estimation._toeplitz`: approximate products, for iterations only).  Where the
-        FFT does not apply, ``exact`` (the caller's ``columns(idx)``, if it has them) is returned as is."""
-        pair = fft_pair(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
+        (:mod:`sparseldp.estimation._toeplitz`: approximate products, for iterations only) on ``batch``
+        rows at once.  Where the FFT does not apply, ``exact`` (the caller's ``columns(idx)``, if it has
+        them) is returned as is."""
+        pair = fft_pair(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S, batch)
         if pair is not None:
             return pair
         return exact if exact is not None else self.columns(idx)

@@ -240,6 +240,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
         P0 = np.full((B, k), 1.0 / k)
+        if not dense and not hasattr(A, "em_rows"):  # sparse: the FFT may pay on a batch of rows
+            A, AT = model.fast_columns(np.arange(model.m), (A, AT), batch=B // blocks)
         single = single and (hasattr(A, "em_rows") or dense)  # FFT or dense products (sparse: double)
         Cs = C
         if dense:  # on the used outputs: 468 of 794 on 100 values under a Gaussian window of 695 with
