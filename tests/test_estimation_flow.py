@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
 from sparseldp.estimation import _em_members
+from sparseldp.estimation._em_members import _STOP_CAP
 from sparseldp.estimation.intervals import _refit_plan, bootstrap
 from sparseldp.estimation.solvers import _em_flow, _em_run
 
@@ -79,6 +80,23 @@ def test_flow_follows_em_steps(mech, pop, n):
         em = _em(A, AT, C, t)
         assert _tv(P[:, 0], em[:, 0] / em[:, 0].sum()) <= 5e-3
         assert _tv(P[:, 0], P0[:, 0] / P0[:, 0].sum()) > 1e-3  # the comparison is not vacuous: it moved
+
+
+def test_flow_converges_at_its_fixed_point_under_long_substeps():
+    """Two values, EM already at the MLE after 89 steps, substeps of 10^6-10^7: the residual's rounding
+    (``h`` times that of ``g``) lies along the shift of every ``log p`` alike, which moves nothing;
+    Newton's convergence is measured on ``p`` itself, and the flow does not fail there (it did, found
+    by hypothesis)."""
+    gen = np.random.default_rng(12265)
+    k, t0 = 2, 89
+    A = gen.uniform(0.05, 1.0, (k, k + 4))
+    C = gen.integers(0, 50, (k + 4, 2)).astype(float)
+    C[0] += 1.0
+    P0 = _em(A, A.T, C, t0)
+    P0 /= P0.sum(axis=0)
+    out, failed = _em_flow(A, A.T, C, P0, t0, [t0 * 4.0 ** j for j in range(1, 11)])
+    assert not failed.any()
+    assert _tv(out[-1][:, 0], out[-2][:, 0]) < 1e-9  # at the fixed point
 
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(2, 8), t0=st.integers(1, 200))
@@ -170,9 +188,26 @@ def test_auto_chooses_again_when_the_flow_fails_on_all_the_counts(monkeypatch):
     model, c = _counts(mech, pop, n, 2)
     _failing_flow(monkeypatch, lambda b: np.ones(b, bool))
     est = estimate_frequencies_full(_rc(model, c), mech, domain=(0, 19), method="auto", counts=True)
-    # without the failure this is a flow member (test_auto_continues_a_capped_em_and_beats_the_mle)
-    assert not est.regularization.startswith("em flow=")
+    # without the failure this is a flow member past the cap (test_auto_continues_a_capped_em_and_beats_the_mle);
+    # plain EM at the cap ("em flow=20000", no flow substep) may stay
     assert est.regularization.startswith("em ")
+    assert est.regularization in ("em mle", f"em flow={_STOP_CAP}") or est.regularization.startswith("em steps=")
+
+
+def test_a_fold_whose_flow_fails_keeps_plain_em_at_the_cap_on_the_path(monkeypatch):
+    from sparseldp.estimation import auto
+
+    mech, pop, n = TABLE[0]
+    model, c = _counts(mech, pop, n, 2)
+    real = auto._em_flow
+
+    def flow(A, AT, C, P0, t0, times):  # the last fold's flow fails
+        out, failed = real(A, AT, C, P0, t0, times)
+        return out, failed | (np.arange(C.shape[1]) == C.shape[1] - 1)
+
+    monkeypatch.setattr(auto, "_em_flow", flow)
+    scores, _, _, _ = auto._select(model, c.astype(float), 50_000)
+    assert ("flow", 0) in scores and not any(key[0] == "flow" and key[1] > 0 for key in scores)
 
 
 def test_bootstrap_counts_and_warns_of_failed_flow_refits(monkeypatch):

@@ -66,7 +66,8 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    target against 145 / 139 / 146 / 148 without them, mean TV 0.153 / 0.158 /
    0.146 / 0.149 against 0.164 / 0.180 / 0.165 / 0.157, and mean W1 lower.
    Where the flow cannot be integrated in some fold (``_em_flow``'s
-   ``failed``: 1-2 cases per draw) the path is left as it was;
+   ``failed``: 0-2 cases per draw) the members past the cap leave the path, and ``("flow", 0)``
+   (plain EM at the cap, no flow substep in it) stays (until 2026-11-29 it left with them);
 3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
    with more than :data:`_MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
    and a window of 275): there its five fold fits would take about a minute
@@ -321,8 +322,8 @@ def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: i
         # the flow's Newton steps need the matrix itself, not FFT products
         EA, EAT = model.columns(obs)
         times, failed = _em_flow(EA, EAT, C, at_cap, cap, _flow_times(cap))
-        if not failed.any():  # a fold whose flow could not be integrated leaves the path without it
-            fits[("flow", 0)] = at_cap
+        fits[("flow", 0)] = at_cap  # plain EM at the cap: no flow substep in it
+        if not failed.any():  # a fold whose flow could not be integrated leaves the path without the flow
             fits.update({("flow", j): P for j, P in enumerate(times, start=1)})
         return fits, evals + cap
     return fits, evals + _stop_steps(int(steps.max()), max(mults, default=1), cap)
@@ -462,8 +463,8 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
             est = result(model, obs, A, AT, c, P[:, 0], "em", _STOP_CAP, True, math.inf, 0)
             return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps)), sel_evals
         # the flow's Newton substeps failed on all the counts (they converged on every fold): choose again
-        # without the flow members
-        flow = [key for key in scores if key[0] == "flow"]
+        # without the flow members past the cap (("flow", 0), plain EM at the cap, cannot fail)
+        flow = [key for key in scores if key[0] == "flow" and key[1] > 0]
         scores = {key: v for key, v in scores.items() if key not in flow}
         spreads = {key: v for key, v in spreads.items() if key not in flow}
         choice = _choose(scores, H, spreads=spreads)
