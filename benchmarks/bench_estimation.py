@@ -135,6 +135,8 @@ def run() -> list[dict]:
     rows += _hard_population(mech, rc.n)
     rows += _long_window(rc.n)
     rows += _mid_domain()
+    rows += _wide_kernel_few_reports()
+    rows += _mid_sparse_refits()
     rows += _sparse_mle()
     rows += _few_reports()
     rows += _small_dense()
@@ -351,6 +353,64 @@ def _mid_domain() -> list[dict]:
                                  f"{shape}, 1e6 reports", "median_s": t_fit,
                          "note": f"chose {est.regularization}; TV {tv:.3f}; bootstrap B=200 {t_bs:.1f} s (one run)"})
     return rows
+
+
+def _wide_kernel_few_reports() -> list[dict]:
+    """``auto`` where the kernel is wider than half the domain and the reports few: 1,000 values,
+    ``design("gaussian", eps=1, delta=1e-6, H=10)`` (window 695), 10^4 reports (counts drawn directly,
+    the audit's seeds 96-100) of five of the battery's shapes; one run each.  The slowest default
+    fits measured (README "Limits")."""
+    import sparseldp as sl
+    from bench_estimators import _shapes
+    from sparseldp.estimation import _model, estimate_frequencies_full
+
+    k = 1000
+    mech = sl.design("gaussian", eps=1, delta=1e-6, H=10).mechanism
+    model = _model(mech, (0, k - 1))
+    rows = []
+    for seed, shape in enumerate(("smooth", "bimodal", "spike", "zero-inflated", "heavy-tail"), start=96):
+        p = _shapes(k)[shape]
+        rc = _direct_counts(model, p, 10**4, seed=seed)
+        t0 = time.perf_counter()
+        est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="auto")
+        t_fit = time.perf_counter() - t0
+        tv = 0.5 * float(np.abs(est.p - p).sum())
+        rows.append({"name": f"auto, 1,000 values, Gaussian window {mech.s}, {shape}, 1e4 reports", "median_s": t_fit,
+                     "note": f"chose {est.regularization}; TV {tv:.3f} (one run)"})
+    return rows
+
+
+def _mid_sparse_refits() -> list[dict]:
+    """The bootstrap (B = 200) of ``auto``'s ``"em steps=t"`` on a mid-size sparse channel: 1,000 values,
+    ``design("laplace", eps=2, delta=1e-8, H=3)`` (window 59, 59,000 stored entries), 10^6 reports of a
+    point mass: the refits on FFT products (from ``_toeplitz._MIN_NNZ_BATCH`` entries, the default)
+    against sparse products (the threshold raised to a single fit's), same seed, one run each."""
+    import sparseldp as sl
+    from bench_estimators import _shapes
+    from sparseldp.estimation import _model, _toeplitz, estimate_frequencies_full
+
+    k = 1000
+    mech = sl.design("laplace", eps=2, delta=1e-8, H=3).mechanism
+    model = _model(mech, (0, k - 1))
+    p = _shapes(k)["point"]
+    est = estimate_frequencies_full(_direct_counts(model, p, 10**6, seed=94), mech, domain=(0, k - 1), method="auto")
+    times, ends = {}, {}
+    for label, threshold in (("fft", _toeplitz._MIN_NNZ_BATCH), ("sparse", _toeplitz._MIN_NNZ)):
+        before = _toeplitz._MIN_NNZ_BATCH
+        _toeplitz._MIN_NNZ_BATCH = threshold
+        try:
+            t0 = time.perf_counter()
+            bs = est.bootstrap(mech, B=200, rng=94)
+            times[label] = time.perf_counter() - t0
+        finally:
+            _toeplitz._MIN_NNZ_BATCH = before
+        ends[label] = est.mean(ci=bs)[1]
+    width = ends["sparse"][1] - ends["sparse"][0]
+    moved = max(abs(a - b) for a, b in zip(ends["fft"], ends["sparse"])) / width
+    return [{"name": f"bootstrap B=200 of {est.regularization}, 1,000 values, Laplace window {mech.s} "
+                     f"({model.nnz:,} entries): FFT vs sparse refits", "median_s": times["fft"],
+             "ratio": times["sparse"] / times["fft"],
+             "note": f"sparse {times['sparse']:.1f} s; mean interval ends moved {moved:.1e} of its width (one run)"}]
 
 
 def _sparse_mle() -> list[dict]:
