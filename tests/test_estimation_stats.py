@@ -749,6 +749,33 @@ def test_a_few_refits_left_by_the_batch_are_finished_by_the_first_fits_solver(mo
         assert bs.converged == 37
 
 
+@pytest.mark.parametrize("runs, want_runs, certified", [
+    ([3.45, 0.513, 0.05], 3, True),  # the warm run halved the gap: a third run certifies it
+    ([3.45, 2.0, 0.05], 2, False),  # the warm run did not halve it: no third
+    ([3.45, 1.5, 0.7, 0.34, 0.05], 4, False),  # each halves it, but at most _FINISH_RUNS runs
+])
+def test_straggler_runs_go_on_while_they_halve_the_gap(monkeypatch, runs, want_runs, certified):
+    """``refits._mle_finish``: from the uniform start, then from the better point while a run at least
+    halves the certified gap, at most ``_FINISH_RUNS`` runs (the solver's gaps are scripted)."""
+    from sparseldp.estimation import _model, refits
+
+    assert refits._FINISH_RUNS == 4
+    model = _model(MECH, (0, 19))
+    CT = np.ones((model.m, 1))
+    P, conv, gaps = np.full((model.k, 1), 1.0 / model.k), np.zeros(1, bool), np.array([50.0])
+    calls = []
+
+    def scripted(A, AT, c, n, k, tol, max_iter, dense, fast, p0=None):
+        gap = runs[len(calls)]
+        calls.append(p0 is None)
+        return np.full(k, 1.0 / k), max_iter, 0, gap <= tol, gap
+
+    monkeypatch.setattr(refits, "_mle", scripted)
+    refits._mle_finish(model, CT, 1000.0, P, conv, gaps, 0.1, 100)
+    assert len(calls) == want_runs and calls[0] and not any(calls[1:])  # uniform first, then warm
+    assert bool(conv[0]) == certified and gaps[0] == min(runs[:want_runs])
+
+
 @pytest.mark.parametrize("estimated", [False, True])
 def test_unconverged_ems_refits_warn_how_far_they_are(monkeypatch, estimated):
     # EMS refits cut short say how far they are (the estimated distance once five cycles have run;

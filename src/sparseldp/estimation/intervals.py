@@ -178,8 +178,10 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       (``mle._newton``) certifies the replicates it left above ``tol``, column by
       column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.
       Replicates still above ``tol`` after that are refit one by one by the first fit's solver
-      (``refits._mle_finish``): all of them on small channels, on larger ones when they are at
-      most 5 % of ``B`` (a few stragglers far from ``p_hat``; a larger share is reported as is);
+      (``refits._mle_finish``: from the uniform start, then from the better point while a run at
+      least halves the gap, at most four runs): all of them on small channels, on larger ones when
+      they are at most 5 % of ``B`` (a few stragglers far from ``p_hat``; a larger share is reported
+      as is);
     * ``"inversion"``: least squares and simplex projection (no iteration).
 
     Parameters
@@ -203,7 +205,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     tol, max_iter
         Replicate stopping rule (see above) and cap on map evaluations (EM or EMS; the Newton
         finish of small channels has its own cap of ``mle._NEWTON_STEPS`` steps per replicate, and
-        a straggler's solo refit another ``max_iter`` evaluations).
+        each of a straggler's solo runs another ``max_iter`` evaluations).
     precision : {"single", "double"}
         Arithmetic of the refits that are pure number crunching: ``auto``'s ``"em steps=t"``
         member on FFT products (``_toeplitz._Conv.em_rows``: windows of 24 or more on channels of
