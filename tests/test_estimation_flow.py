@@ -1,4 +1,4 @@
-"""The EM flow that continues auto's stopped EM past its cap (solvers._em_flow, auto's ("flow", j) members).
+"""The EM flow that continues auto's stopped EM past its cap (_flow._em_flow, auto's ("flow", j) members).
 
 The flow ``d theta / dt = g(p) - 1`` (``theta = log p``) is the continuous-time
 limit of EM; its implicit-Euler integration is checked against plain EM steps on
@@ -19,7 +19,8 @@ from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
 from sparseldp.estimation import _em_members
 from sparseldp.estimation._em_members import _STOP_CAP
 from sparseldp.estimation.intervals import _refit_plan, bootstrap
-from sparseldp.estimation.solvers import _em_flow, _em_run
+from sparseldp.estimation._flow import _em_flow
+from sparseldp.estimation.solvers import _em_run
 
 
 def _bump(k, mu, sd):
@@ -224,7 +225,7 @@ def test_bootstrap_counts_and_warns_of_failed_flow_refits(monkeypatch):
 def test_flow_loglik_takes_0_log_0_as_0():
     # a training fold that did not observe an output may fit it with probability 0: that column's
     # log-likelihood is finite (it was nan, and the flow counted as failed on that fold)
-    from sparseldp.estimation.solvers import _flow_loglik
+    from sparseldp.estimation._flow import _flow_loglik
 
     AT = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     P = np.array([[1.0, 0.5], [0.0, 0.5]])

@@ -169,6 +169,7 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.mle`: the MLE's solver (EM, interior-point Newton, the active set);
 * :mod:`~sparseldp.estimation.solvers`: the SQUAREM step, the EM runs,
   EMS smoothing, least squares and :func:`project_simplex`;
+* ``_flow``: the EM flow (EM continued in continuous time) behind ``auto``'s members past the step cap;
 * :mod:`~sparseldp.estimation.model`: the channel restricted to the domain;
 * :mod:`~sparseldp.estimation.counts`: :class:`ReportCounts`, reports to counts.
 """

@@ -1,7 +1,7 @@
 """The EM members of ``method="auto"``'s path (:mod:`sparseldp.estimation.auto`): EM from the uniform
 start stopped by the discrepancy principle (:func:`_stopped_cols`: at the expected deviance under the
 fit, :func:`_expected_deviance`, and at the classical target), kept at multiples of that stop, and run
-to the step cap and past it by the EM flow (:func:`_flow_fits`, ``solvers._em_flow``).  The path, the
+to the step cap and past it by the EM flow (:func:`_flow_fits`, ``_flow._em_flow``).  The path, the
 selection and the measurements are in :mod:`sparseldp.estimation.auto`.
 """
 
@@ -13,7 +13,8 @@ import numpy as np
 from scipy.special import gammaln, xlogy
 
 from .model import _Model
-from .solvers import _em_flow, _em_run
+from ._flow import _em_flow
+from .solvers import _em_run
 
 # Cap on the steps of the discrepancy-stopped EM members.
 _STOP_CAP = 20_000
@@ -22,7 +23,7 @@ _STOP_CAP = 20_000
 _DEV_EVERY = 16
 # Floor on the (column-scaled) held-out output probability.
 _Q_FLOOR = 1e-300
-# Where every column's stopped EM reaches the cap, the EM flow (solvers._em_flow) continues it to
+# Where every column's stopped EM reaches the cap, the EM flow (_flow._em_flow) continues it to
 # _STOP_CAP x 2^j for j = 1.._FLOW_DOUBLINGS (members ("flow", j)), on dense channels whose Newton
 # step per column (k^2 m' multiply-adds) costs at most _FLOW_COST.
 _FLOW_DOUBLINGS = 10
@@ -282,7 +283,7 @@ def _flow_times(cap: int) -> list[int]:
 def _flow_fits(A, AT, C, time: int, single: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The ``"em flow=T"`` member on each column of the counts ``C`` (outputs x b; ``A`` dense, on those
     outputs): :data:`_STOP_CAP` plain EM steps from the uniform start, then the EM flow
-    (``solvers._em_flow``) to time ``T``, through the path's times below ``T`` (the same substeps as in
+    (``_flow._em_flow``) to time ``T``, through the path's times below ``T`` (the same substeps as in
     the selection).  ``(P, failed)``: ``P`` is ``k x b``; ``failed[j]`` when a substep of column ``j``
     did not converge (that column stays at its last point, not at time ``T``).  ``single``: the plain EM
     steps in single precision (the bootstrap's refits, ``solvers._em_run``); the flow is in double."""
@@ -302,7 +303,7 @@ def _uniform_em(A, AT, C, steps, single=False):
 
 def _flow_path(A, AT, C, times, single=False):
     """:data:`_STOP_CAP` plain EM steps from the uniform start on each column of the counts ``C``
-    (outputs x b), then the EM flow (``solvers._em_flow``) through ``times`` (each above the cap):
+    (outputs x b), then the EM flow (``_flow._em_flow``) through ``times`` (each above the cap):
     ``(one k x b array per time, failed mask)``.  ``A`` is made dense if it is not: ``auto`` chooses a flow
     member only on dense channels, but ``bootstrap`` accepts any estimate whose regularization reads
     ``"em flow=T"``, a hand-made one on a sparse channel included."""

@@ -179,7 +179,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.
       Replicates still above ``tol`` after that are refit one by one by the first fit's solver
       (``refits._mle_finish``: from the uniform start, then from the better point while a run at
-      least halves the gap, at most four runs): all of them on small channels, on larger ones when
+      least halves the gap, at most ``refits._FINISH_RUNS`` runs): all of them on small channels, on larger ones when
       they are at most 5 % of ``B`` (a few stragglers far from ``p_hat``; a larger share is reported
       as is);
     * ``"inversion"``: least squares and simplex projection (no iteration).

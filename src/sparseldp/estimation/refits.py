@@ -317,9 +317,9 @@ def _mle_finish(model, CT, n, P, conv, gaps, tol, max_iter):
     refits left above ``tol``, from the uniform start as a first fit and, if that falls short, from the
     better point so far (again while each such run at least halves the gap, at most
     :data:`_FINISH_RUNS` runs in all), each with another ``max_iter`` evaluations; ``P``, ``conv``,
-    ``gaps`` updated in place where it certifies a smaller gap.  All of them on small channels (a dense Newton step of
-    at most :data:`_REFIT_NEWTON_COST` flops, about 200 values), else only when they are few (at most
-    :data:`_FINISH_SHARE` of the batch, at least one).
+    ``gaps`` updated in place where it certifies a smaller gap.  All of them on small channels (a
+    dense Newton step of at most :data:`_REFIT_NEWTON_COST` flops, about 200 values), else only when
+    they are few (at most :data:`_FINISH_SHARE` of the batch, at least one).
 
     The batched refits are built for the common replicate, near the MLE ``p_hat`` they start from;
     a few replicates are not.  Measured (B = 200, one run each): 1,000 values, 10^6 reports of two
