@@ -315,3 +315,82 @@ def test_active_set_gives_up_after_sets_it_cannot_solve(monkeypatch):
     monkeypatch.setattr(mle, "_ACTIVE_MASS", 1.0)  # let _mle try it on any iterate with few values
     p, _, _, conv, gap = mle._mle(A, AT, c, float(N), k, TOL, 50_000, model.dense)
     assert conv and gap <= TOL and len(rounds) <= mle._ACTIVE_STALLS
+
+
+def _replicates(case, B, seed=0):
+    """The MLE of ``case`` and ``B`` replicate histograms drawn from its fitted outputs (outputs x B)."""
+    mech, k, spec = CASES[case]
+    model = _model(mech, (0, k - 1))
+    q = np.maximum(np.asarray(model.unscaled().T @ _truth(k, spec)).ravel(), 0.0)
+    from sparseldp.estimation import ReportCounts
+
+    rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(seed).multinomial(N, q / q.sum()))
+    p_hat = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em").p
+    qh = np.maximum(np.asarray(model.unscaled().T @ p_hat).ravel(), 0.0)
+    CT = np.random.default_rng(seed + 1).multinomial(N, qh / qh.sum(), size=B).T.astype(float)
+    return model, p_hat, CT
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_active_batch_certifies_on_all_values_and_agrees_with_one_by_one(case):
+    # every column the batch reports certified has n log max_x g_x <= tol on all k values (recomputed
+    # here from the exact channel), its reported gap is that certificate, and it is the same MLE as
+    # the one-by-one active-set Newton finds: log-likelihoods within tol of each other
+    model, p_hat, CT = _replicates(case, 12)
+    tol = 0.5
+    P, conv, gaps = refits._active_batch(model, CT, float(N), p_hat, tol)
+    Ps, convs, _ = refits._active_solo(model, CT, float(N), p_hat, tol)
+    assert conv.sum() >= 10 and convs.all()
+    for j in np.flatnonzero(conv):
+        nz = np.flatnonzero(CT[:, j] > 0)
+        A, AT = model.columns(nz)
+        c = CT[nz, j]
+        assert abs(P[:, j].sum() - 1.0) < 1e-9 and P[:, j].min() >= 0.0
+        gap = _gap(A, AT, c, float(N), P[:, j])
+        assert gap <= tol + 1e-9 and abs(gap - gaps[j]) <= 1e-6 * max(1.0, abs(gap)), (j, gap, gaps[j])
+        assert abs(_loglik(AT, c, P[:, j]) - _loglik(AT, c, Ps[:, j])) <= tol + 1e-9
+
+
+def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
+    # one round certifies few columns; _active_refits hands every other one to _active_solo, so all
+    # come back certified, and the batch's certified columns are kept as the batch left them
+    model, p_hat, CT = _replicates("laplace atoms and bump", 10)
+    monkeypatch.setattr(refits, "_ACTIVE_ROUNDS", 1)
+    P1, conv1, _ = refits._active_batch(model, CT, float(N), p_hat, 0.5)
+    assert not conv1.all()
+    solo = []
+    real = refits._active_solo
+
+    def spy(model_, CT_, *a):
+        solo.append(CT_.shape[1])
+        return real(model_, CT_, *a)
+
+    monkeypatch.setattr(refits, "_active_solo", spy)
+    P, conv, gaps = refits._active_refits(model, CT, float(N), p_hat, 0.5)
+    assert solo == [int((~conv1).sum())]
+    assert conv.all() and np.all(gaps <= 0.5)
+    assert np.array_equal(P[:, conv1], P1[:, conv1])
+
+
+def test_refit_em_member_mask_keeps_zeros_and_certifies_on_the_members():
+    # with a mask, values outside a column's set start and stay at exactly 0 and its certificate is
+    # taken over its own values: column 0's set has the values 140 and 160 but not the atom at 150, so
+    # it converges to the set's optimum, whose g at 150 is far above 1 (the certificate on all values
+    # fails); column 1 has every value
+    model, c, A, _ = _problem("laplace two atoms")
+    k = model.k
+    A = A.toarray()
+    AT = np.ascontiguousarray(A.T)
+    member = np.zeros((k, 2), bool)
+    member[30:51, 0] = True
+    member[[140, 160], 0] = True
+    member[:, 1] = True
+    P0 = np.where(member, 1.0, 0.0)
+    P0 /= P0.sum(axis=0)
+    C = np.repeat(c[:, None], 2, axis=1)
+    P, conv, gaps = refits._refit_em(A, AT, C, float(N), P0, 0.5, 20_000, member)
+    assert conv.all() and np.all(gaps <= 0.5)
+    assert np.all(P[~member] == 0.0)
+    g = (A @ (C / (AT @ P))) / N
+    assert np.all(N * np.log(np.where(member, g, 0.0).max(axis=0)) <= 0.5 + 1e-9)
+    assert N * math.log(g[:, 0].max()) > 100.0  # the set misses the atom: only the mask makes it certified

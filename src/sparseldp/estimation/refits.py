@@ -6,8 +6,9 @@ number of plain EM steps, ``auto``'s ``"em steps=t"`` member), ``_em_members._fl
 ``"em flow=T"`` member) and
 :func:`_refit_em` (SQUAREM EM to a certified gap, the MLE's refit, finished by
 Newton column by column on small channels: :func:`_newton_finish`; on large
-channels where the MLE is sparse, the active-set Newton of
-``mle._active_newton`` from the MLE itself: :func:`_active_refits`); inversion is
+channels where the MLE is sparse, active sets grown from the MLE's support, batched EM on them for
+all replicates at once and ``mle._active_newton`` for the replicates that batch leaves:
+:func:`_active_refits`); inversion is
 least squares per replicate.  The columns are cut into blocks run in threads
 where the products are sparse or FFT (:mod:`sparseldp.estimation._parallel`).
 A refit is simulation: its products may be the FFT ones and its certificate
@@ -17,11 +18,14 @@ needs no rigor.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks, one_blas_thread
 from ._em_members import _flow_fits
-from .mle import _NEWTON_STEPS, _active_newton, _active_sparse, _dense_newton_cost, _mle, _newton
+from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
+                  _ACTIVE_ROUNDS, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _active_sparse, _covering,
+                  _dense_newton_cost, _mle, _newton)
 from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares, _squarem,
                       project_simplex)
 
@@ -84,7 +88,7 @@ def _refit_em_steps(A, AT, C, n, P0, steps, single=False):
     return _em_run(A, AT, P0, C, steps, single=single)
 
 
-def _refit_em(A, AT, C, n, P0, tol, max_iter):
+def _refit_em(A, AT, C, n, P0, tol, max_iter, member=None):
     """SQUAREM EM on ``B`` histograms at once (columns of ``C``, outputs x B), from the columns of ``P0``.
 
     Every column runs ``mle._em``'s cycle (the certificate ``n log max g``,
@@ -102,6 +106,10 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
     history that ``mle._mle`` uses to predict EM's remaining cost, and can return the
     certified point itself (``step=False``); a batch of one through this function would
     give up all three.
+
+    ``member`` (``k x B`` bool, optional): each column's own values (:func:`_active_batch`); the
+    others must be 0 in ``P0`` (EM keeps them there) and the certificate takes its maximum over the
+    column's own values only.
     """
     inv_n = 1.0 / n
     B = C.shape[1]
@@ -116,8 +124,8 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
     def g_of(Q, Ca, Ma):
         return (A @ np.divide(Ca, Q, out=np.zeros_like(Ca), where=Ma)) * inv_n
 
-    def cert(G):
-        return n * np.log(np.maximum(G.max(axis=0), 1e-300))
+    def cert(G, M):
+        return n * np.log(np.maximum((G if M is None else np.where(M, G, 0.0)).max(axis=0), 1e-300))
 
     def loglik(Q, Ca, Ma):  # -inf where an observed output has q <= 0, as mle._em
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -125,10 +133,11 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
         return np.where(((Q <= 0) & Ma).any(axis=0), -np.inf, L)
 
     evals = 0
+    Mb = member
     while act.size:
         Ca, Ma = C[:, act], Cm[:, act]
         G = g_of(Q, Ca, Ma)
-        gap = cert(G)
+        gap = cert(G, Mb)
         fin = (gap <= tol) | (evals >= max_iter)
         if fin.any():
             out[:, act[fin]] = P[:, fin] * G[:, fin]
@@ -136,12 +145,13 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
             gaps[act[fin]] = gap[fin]  # certifies P; P * G (one more EM step) only raises the likelihood
             keep = ~fin
             act, P, Q, G, Ca, Ma = act[keep], P[:, keep], Q[:, keep], G[:, keep], Ca[:, keep], Ma[:, keep]
+            Mb = None if Mb is None else Mb[:, keep]
             if not act.size:
                 break
         P1 = P * G
         evals += 1
         G1 = g_of(AT @ P1, Ca, Ma)
-        gap1 = cert(G1)
+        gap1 = cert(G1, Mb)
         fin = gap1 <= tol
         if fin.any():
             out[:, act[fin]] = P1[:, fin] * G1[:, fin]
@@ -149,6 +159,7 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter):
             gaps[act[fin]] = gap1[fin]
             keep = ~fin
             act, P, P1, G1, Ca, Ma = act[keep], P[:, keep], P1[:, keep], G1[:, keep], Ca[:, keep], Ma[:, keep]
+            Mb = None if Mb is None else Mb[:, keep]
             if not act.size:
                 break
         P2 = P1 * G1
@@ -376,6 +387,120 @@ def _active_pays(model, p_hat) -> bool:
 
 
 def _active_refits(model, CT, n, p_hat, tol):
+    """The MLE's refits on a large channel where ``p_hat`` is sparse (:func:`_active_pays`): every column of
+    ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`), then the columns
+    it left uncertified by ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns
+    ``(P, converged, gaps)``."""
+    P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
+    left = np.flatnonzero(~conv)
+    if left.size:
+        P[:, left], conv[left], gaps[left] = _active_solo(model, np.ascontiguousarray(CT[:, left]), n, p_hat, tol)
+    return P, conv, gaps
+
+
+def _active_batch(model, CT, n, p_hat, tol):
+    r"""The active-set idea of ``mle._active_newton`` on all replicates at once, with batched EM as the
+    inner solver.  Returns ``(P, converged, gaps)``; the columns left uncertified carry the point and
+    the gap of their last round (:func:`_active_refits` gives them to the one-by-one solver).
+
+    Each column ``j`` has its own set of values ``S_j``; its other values are held at exactly 0 (EM's
+    multiplicative update keeps them there).  Every set starts as the values carrying mass in
+    ``p_hat`` (above ``mle._ACTIVE_REL`` of its largest) plus one value reaching each output some
+    replicate observed (``mle._covering``).  A round runs SQUAREM EM (:func:`_refit_em`, one matrix
+    product per step for the whole batch, on the rows of the union of the sets) from each column's
+    point floored at ``_ACTIVE_REL`` of its largest mass on ``S_j``, until its certificate over
+    ``S_j`` is at most ``tol / 2`` or for ``mle._ACTIVE_EM_FINISH`` evaluations.  Then each column's
+    certificate ``n log max_x g_x`` is computed on all ``k`` values (exact products), and the columns
+    at ``tol`` or below leave, certified.  In the others, as in ``_active_newton``: the values with
+    less than ``mle._ACTIVE_DROP`` of the largest mass and ``g_x < 1 - mle._ACTIVE_SLACK`` leave
+    ``S_j``, each at most once (not in a column where that would leave an observed output out of
+    reach), and the values outside ``S_j`` with ``g_x > 1`` that are local maxima of ``g`` (at most
+    ``mle._ACTIVE_ADD``, the largest first) join it with ``mle._ACTIVE_NEW`` of the largest mass.  At
+    most ``mle._ACTIVE_ROUNDS`` rounds; the loop also ends after a round that certified no column and
+    added no value.
+
+    EM, not Newton, is the inner solver.  On these sets the barrier Newton stopped (its decrement
+    below ``0.05 tol``) with ``n log max g`` still between 0.3 and 90 nats in 96 of 99 runs: a value
+    with little mass and a high ``g`` moves the likelihood little, so the decrement cannot see it.
+    The EM finish after each Newton run did the certifying anyway.
+    Measured (1,000 values, Laplace design (2, 1e-8, 3), 10^6 reports of a zero-inflated count, the
+    MLE's bootstrap, B = 200, one BLAS thread): 199 of 200 replicates certified here in 20 rounds,
+    the last one by the one-by-one solver; the whole bootstrap 10.3-11.0 s against 43.7 s.  The
+    intervals of the mean, variance and a range query moved by at most 3e-6 of their width.
+    Running blocks of columns in threads was slower (two blocks 15.5 s, eight 39.3 s): the rounds'
+    small products leave little time outside the interpreter.
+    """
+    k, B = model.k, CT.shape[1]
+    obs = np.flatnonzero(CT.sum(axis=1) > 0)
+    A, _ = model.columns(obs)
+    C = np.ascontiguousarray(CT[obs], dtype=float)
+    out, conv, gaps = np.zeros((k, B)), np.zeros(B, bool), np.full(B, np.inf)
+    act = np.arange(B)
+    P = np.repeat(p_hat[:, None], B, axis=1)
+    S = _covering(A, p_hat, np.flatnonzero(p_hat > _ACTIVE_REL * p_hat.max()), model.dense)
+    member = np.zeros((k, B), bool)  # each column's own set (within S); its other values stay at exactly 0
+    member[S] = True
+    left = np.zeros((k, B), bool)  # values that left a column's set
+    for _ in range(_ACTIVE_ROUNDS):
+        AS = A[S]
+        if model.dense or S.size * obs.size <= _ACTIVE_DENSE:
+            AS = np.asarray(AS) if model.dense else AS.toarray()
+            AST = np.ascontiguousarray(AS.T)
+        else:
+            AS = sp.csr_array(AS)
+            AST = sp.csr_array(AS.T)
+        PS = P[S]
+        PS = np.where(member[S], np.maximum(PS, _ACTIVE_REL * PS.max(axis=0)), 0.0)
+        PS /= PS.sum(axis=0)
+        Ca = np.ascontiguousarray(C[:, act])
+        with one_blas_thread():
+            PS, _, _ = _refit_em(AS, AST, Ca, n, PS, 0.5 * tol, _ACTIVE_EM_FINISH, member[S])
+        full = np.zeros((k, act.size))
+        full[S] = PS
+        G = (A @ np.divide(Ca, AST @ PS, out=np.zeros_like(Ca), where=Ca > 0)) / n
+        gap = n * np.log(np.maximum(G.max(axis=0), 1e-300))
+        done = gap <= tol
+        out[:, act] = full
+        gaps[act] = np.maximum(gap, 0.0)
+        conv[act[done]] = True
+        rest = ~done
+        if not rest.any():
+            break
+        act, P, G = act[rest], full[:, rest], G[:, rest]
+        member, left = member[:, rest], left[:, rest]
+        top = P.max(axis=0)
+        # values without mass whose g is clearly below 1 leave their column's set, each at most once
+        # (no cycling), unless that leaves an output the column observed out of its reach
+        drop = member & ~left & (P <= _ACTIVE_DROP * top) & (G <= 1.0 - _ACTIVE_SLACK)
+        if drop.any():
+            kept = (member & ~drop)[S].astype(float)
+            lost = ((AST @ kept) <= 0) & (Ca[:, rest] > 0)
+            drop[:, lost.any(axis=0)] = False
+            member &= ~drop
+            left |= drop
+            P[drop] = 0.0
+        # the local maxima of g above 1 outside a column's set join it (one per direction of ascent)
+        up = ~member & (G > 1.0)
+        peak = np.ones(G.shape, bool)
+        peak[1:] &= G[1:] >= G[:-1]
+        peak[:-1] &= G[:-1] >= G[1:]
+        grew = False
+        for j in np.flatnonzero(up.any(axis=0)):
+            cand = np.flatnonzero(up[:, j] & peak[:, j])
+            if cand.size == 0:
+                cand = np.flatnonzero(up[:, j])
+            add = cand[np.argsort(-G[cand, j], kind="stable")[:_ACTIVE_ADD]]
+            P[add, j] = _ACTIVE_NEW * top[j]
+            member[add, j] = True
+            grew = True
+        if not grew and not done.any():
+            break  # stalled: the one-by-one solver takes the rest
+        S = np.flatnonzero(member.any(axis=1))
+        P /= P.sum(axis=0)
+    return out, conv, gaps
+
+
+def _active_solo(model, CT, n, p_hat, tol):
     """``mle._active_newton`` on every column of ``CT`` (replicate counts on all outputs) from ``p_hat``,
     with the exact products on the column's observed outputs; columns in blocks over threads, each with
     one BLAS thread (the active sets' matrices are small).  Returns ``(P, converged, gaps)``."""
