@@ -331,12 +331,11 @@ def _replicates(case, B, seed=0):
     return model, p_hat, CT
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_active_batch_certifies_on_all_values_and_agrees_with_one_by_one(case):
+def test_active_batch_certifies_on_all_values_and_agrees_with_one_by_one():
     # every column the batch reports certified has n log max_x g_x <= tol on all k values (recomputed
     # here from the exact channel), its reported gap is that certificate, and it is the same MLE as
     # the one-by-one active-set Newton finds: log-likelihoods within tol of each other
-    model, p_hat, CT = _replicates(case, 12)
+    model, p_hat, CT = _replicates("laplace two atoms", 12)
     tol = 0.5
     P, conv, gaps = refits._active_batch(model, CT, float(N), p_hat, tol)
     Ps, convs, _ = refits._active_solo(model, CT, float(N), p_hat, tol)
@@ -351,13 +350,34 @@ def test_active_batch_certifies_on_all_values_and_agrees_with_one_by_one(case):
         assert abs(_loglik(AT, c, P[:, j]) - _loglik(AT, c, Ps[:, j])) <= tol + 1e-9
 
 
+@pytest.mark.parametrize("case", ["gaussian dense two atoms", "laplace atoms and bump"])
+def test_active_batch_gives_up_after_its_probe_where_em_is_slow(case, monkeypatch):
+    # on these sets EM converges in few columns within the probe's evaluations (the barrier Newton's
+    # case): the batch stops after that one round and every column goes to the one-by-one solver,
+    # which certifies them all
+    model, p_hat, CT = _replicates(case, 12)
+    monkeypatch.setattr(refits, "_BATCH_SUPPORT", 1)  # a few atoms: the batch is not tried by default
+    runs = []
+    real = refits._refit_em
+
+    def spy(*a, **kw):
+        runs.append(a[6])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(refits, "_refit_em", spy)
+    P, conv, gaps = refits._active_refits(model, CT, float(N), p_hat, 0.5)
+    assert runs == [refits._BATCH_PROBE]  # the probe only
+    assert conv.all() and np.all(gaps <= 0.5)
+
+
 def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
-    # one round certifies few columns; _active_refits hands every other one to _active_solo, so all
+    # two rounds certify few columns; _active_refits hands every other one to _active_solo, so all
     # come back certified, and the batch's certified columns are kept as the batch left them
-    model, p_hat, CT = _replicates("laplace atoms and bump", 10)
-    monkeypatch.setattr(refits, "_ACTIVE_ROUNDS", 1)
+    model, p_hat, CT = _replicates("laplace two atoms", 10)
+    monkeypatch.setattr(refits, "_ACTIVE_ROUNDS", 2)
+    monkeypatch.setattr(refits, "_BATCH_SUPPORT", 1)
     P1, conv1, _ = refits._active_batch(model, CT, float(N), p_hat, 0.5)
-    assert not conv1.all()
+    assert conv1.any() and not conv1.all()
     solo = []
     real = refits._active_solo
 
@@ -370,6 +390,17 @@ def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
     assert solo == [int((~conv1).sum())]
     assert conv.all() and np.all(gaps <= 0.5)
     assert np.array_equal(P[:, conv1], P1[:, conv1])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_active_refits_go_one_by_one_on_a_few_atoms(case, monkeypatch):
+    # p_hat carries mass on fewer than _BATCH_SUPPORT values: no batch, every column by the one-by-one
+    # Newton, all certified
+    model, p_hat, CT = _replicates(case, 6)
+    assert np.count_nonzero(p_hat > mle._ACTIVE_REL * p_hat.max()) < refits._BATCH_SUPPORT
+    monkeypatch.setattr(refits, "_active_batch", lambda *a: pytest.fail("the batch was tried"))
+    P, conv, gaps = refits._active_refits(model, CT, float(N), p_hat, 0.5)
+    assert conv.all() and np.all(gaps <= 0.5)
 
 
 def test_refit_em_member_mask_keeps_zeros_and_certifies_on_the_members():

@@ -24,8 +24,8 @@ from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks, one_blas_thread
 from ._em_members import _flow_fits
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
-                  _ACTIVE_ROUNDS, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _active_sparse, _covering,
-                  _dense_newton_cost, _mle, _newton)
+                  _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _active_sparse,
+                  _covering, _dense_newton_cost, _mle, _newton)
 from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares, _squarem,
                       project_simplex)
 
@@ -59,6 +59,20 @@ _FINISH_SHARE = 0.05
 # reports of a zero-inflated count, B = 200: one straggler at 3.45 nats from the uniform start, 0.513
 # after a run from there, certified by the third; two runs had left it reported; 47.4 s against 47.8 s).
 _FINISH_RUNS = 4
+# The batched active-set refits (_active_batch) start with a probe: EM on the first sets of this many
+# columns for this many evaluations; the batch goes on only where EM converged on at least this share of
+# them (and, in each round, of the columns left).  Measured at B = 200: where the batch pays (1,000 values,
+# Laplace design (2, 1e-8, 3), zero-inflated, 10^6 reports) 189 of 200 columns converge within 300
+# evaluations; where Newton is needed (two atoms under the Laplace window 275) 3 of 200.
+_BATCH_PROBE = 300
+_BATCH_PROBE_COLUMNS = 16
+_BATCH_INNER = 0.5
+# ... and is tried only where p_hat carries mass (mle._ACTIVE_REL of its largest) on at least this many
+# values.  On a few atoms the one-by-one Newton is fast and the batch's sets grow by up to mle._ACTIVE_ADD
+# values a column and round: a point mass on 1,000 values (Gaussian design (2, 1e-8, 3), 10^6 reports;
+# 2 values carry mass) took 7.3 s in the batch and what it left against 3.6 s one by one; two atoms
+# under the Laplace window 275 (8 values) fail the probe.  Where it pays, 65 values carry mass (above).
+_BATCH_SUPPORT = 32
 
 
 
@@ -388,10 +402,14 @@ def _active_pays(model, p_hat) -> bool:
 
 def _active_refits(model, CT, n, p_hat, tol):
     """The MLE's refits on a large channel where ``p_hat`` is sparse (:func:`_active_pays`): every column of
-    ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`), then the columns
-    it left uncertified by ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns
-    ``(P, converged, gaps)``."""
-    P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
+    ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`) where ``p_hat``
+    carries mass on at least :data:`_BATCH_SUPPORT` values, then the columns left uncertified by
+    ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns ``(P, converged, gaps)``."""
+    B = CT.shape[1]
+    if np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) >= _BATCH_SUPPORT:
+        P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
+    else:
+        P, conv, gaps = np.zeros((model.k, B)), np.zeros(B, bool), np.full(B, np.inf)
     left = np.flatnonzero(~conv)
     if left.size:
         P[:, left], conv[left], gaps[left] = _active_solo(model, np.ascontiguousarray(CT[:, left]), n, p_hat, tol)
@@ -416,16 +434,22 @@ def _active_batch(model, CT, n, p_hat, tol):
     ``S_j``, each at most once (not in a column where that would leave an observed output out of
     reach), and the values outside ``S_j`` with ``g_x > 1`` that are local maxima of ``g`` (at most
     ``mle._ACTIVE_ADD``, the largest first) join it with ``mle._ACTIVE_NEW`` of the largest mass.  At
-    most ``mle._ACTIVE_ROUNDS`` rounds; the loop also ends after a round that certified no column and
-    added no value.
+    most ``mle._ACTIVE_ROUNDS`` rounds.  The batch stops early, leaving the rest to the one-by-one
+    solver, when EM converged on fewer than :data:`_BATCH_INNER` of the columns' own sets in a round,
+    when a round certified no column and added no value, or when the union of the sets passes
+    ``mle._ACTIVE_SHARE`` of the values.  Before the first round a probe runs EM on the first
+    :data:`_BATCH_PROBE_COLUMNS` columns for :data:`_BATCH_PROBE` evaluations and the batch goes on only
+    if it converged on at least :data:`_BATCH_INNER` of them.
 
-    EM, not Newton, is the inner solver.  On these sets the barrier Newton stopped (its decrement
-    below ``0.05 tol``) with ``n log max g`` still between 0.3 and 90 nats in 96 of 99 runs: a value
-    with little mass and a high ``g`` moves the likelihood little, so the decrement cannot see it.
-    The EM finish after each Newton run did the certifying anyway.
-    Measured (1,000 values, Laplace design (2, 1e-8, 3), 10^6 reports of a zero-inflated count, the
-    MLE's bootstrap, B = 200, one BLAS thread): 199 of 200 replicates certified here in 20 rounds,
-    the last one by the one-by-one solver; the whole bootstrap 10.3-11.0 s against 43.7 s.  The
+    EM, not Newton, is the inner solver where it converges: there the barrier Newton of the one-by-one
+    solver stopped (its decrement below ``0.05 tol``) with ``n log max g`` still between 0.3 and 90
+    nats in 96 of 99 runs (a value with little mass and a high ``g`` moves the likelihood little, so
+    the decrement cannot see it), and the EM finish after each Newton run did the certifying anyway.
+    Where EM is slow on the sets (a few atoms under a wide kernel: neighbouring values nearly
+    collinear), the probe fails and Newton does the work.
+    Measured (1,000 values, Laplace design (2, 1e-8, 3), 10^6 reports of a zero-inflated count, 65
+    values carry mass; the MLE's bootstrap, B = 200, one BLAS thread): 198 of 200 replicates
+    certified here, 2 by the one-by-one solver; the whole bootstrap 10.3-11.5 s against 43.7 s.  The
     intervals of the mean, variance and a range query moved by at most 3e-6 of their width.
     Running blocks of columns in threads was slower (two blocks 15.5 s, eight 39.3 s): the rounds'
     small products leave little time outside the interpreter.
@@ -441,7 +465,8 @@ def _active_batch(model, CT, n, p_hat, tol):
     member = np.zeros((k, B), bool)  # each column's own set (within S); its other values stay at exactly 0
     member[S] = True
     left = np.zeros((k, B), bool)  # values that left a column's set
-    for _ in range(_ACTIVE_ROUNDS):
+    for rnd in range(_ACTIVE_ROUNDS):
+        first = rnd == 0
         AS = A[S]
         if model.dense or S.size * obs.size <= _ACTIVE_DENSE:
             AS = np.asarray(AS) if model.dense else AS.toarray()
@@ -454,7 +479,13 @@ def _active_batch(model, CT, n, p_hat, tol):
         PS /= PS.sum(axis=0)
         Ca = np.ascontiguousarray(C[:, act])
         with one_blas_thread():
-            PS, _, _ = _refit_em(AS, AST, Ca, n, PS, 0.5 * tol, _ACTIVE_EM_FINISH, member[S])
+            if first:  # the probe: does EM converge on these sets, in a few columns and evaluations?
+                few = slice(0, min(act.size, _BATCH_PROBE_COLUMNS))
+                _, inner, _ = _refit_em(AS, AST, np.ascontiguousarray(Ca[:, few]), n, PS[:, few], 0.5 * tol,
+                                        _BATCH_PROBE, member[S][:, few])
+                if inner.mean() < _BATCH_INNER:
+                    break  # not EM's sets: the one-by-one Newton takes every column
+            PS, inner, _ = _refit_em(AS, AST, Ca, n, PS, 0.5 * tol, _ACTIVE_EM_FINISH, member[S])
         full = np.zeros((k, act.size))
         full[S] = PS
         G = (A @ np.divide(Ca, AST @ PS, out=np.zeros_like(Ca), where=Ca > 0)) / n
@@ -463,9 +494,10 @@ def _active_batch(model, CT, n, p_hat, tol):
         out[:, act] = full
         gaps[act] = np.maximum(gap, 0.0)
         conv[act[done]] = True
+        # columns whose EM stopped short of their set's optimum go on from where they are, while most converge
         rest = ~done
-        if not rest.any():
-            break
+        if not rest.any() or inner.mean() < _BATCH_INNER:
+            break  # all certified, or EM is not the solver for these sets (the one-by-one Newton is)
         act, P, G = act[rest], full[:, rest], G[:, rest]
         member, left = member[:, rest], left[:, rest]
         top = P.max(axis=0)
@@ -496,6 +528,8 @@ def _active_batch(model, CT, n, p_hat, tol):
         if not grew and not done.any():
             break  # stalled: the one-by-one solver takes the rest
         S = np.flatnonzero(member.any(axis=1))
+        if S.size > _ACTIVE_SHARE * k:
+            break  # the sets have grown past a sparse problem
         P /= P.sum(axis=0)
     return out, conv, gaps
 
