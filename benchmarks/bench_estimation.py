@@ -417,12 +417,12 @@ def _mid_sparse_refits() -> list[dict]:
 def _batched_mle_refits() -> list[dict]:
     """The MLE's bootstrap (B = 200) where ``p_hat`` is sparse on a large channel: 1,000 values,
     ``design("laplace", eps=2, delta=1e-8, H=3)`` (window 59), 10^6 reports of a zero-inflated count
-    (``auto`` chooses the MLE).  The refits in one batch first (``refits._active_batch``, the default)
-    against every replicate by the one-by-one active-set Newton (``refits._active_solo``), same seed,
+    (``auto`` chooses the MLE).  The refits in one batch first (``_mle__mle_refits._active_batch``, the default)
+    against every replicate by the one-by-one active-set Newton (``_mle_refits._active_solo``), same seed,
     one run each."""
     import sparseldp as sl
     from bench_estimators import _shapes
-    from sparseldp.estimation import _model, estimate_frequencies_full, refits
+    from sparseldp.estimation import _mle_refits, _model, estimate_frequencies_full
 
     k = 1000
     mech = sl.design("laplace", eps=2, delta=1e-8, H=3).mechanism
@@ -430,20 +430,20 @@ def _batched_mle_refits() -> list[dict]:
     est = estimate_frequencies_full(_direct_counts(model, _shapes(k)["zero-inflated"], 10**6, seed=91), mech,
                                     domain=(0, k - 1), method="auto")
     times, ends, certified = {}, {}, {}
-    real = refits._active_batch
+    real = _mle_refits._active_batch
 
     def none_certified(model_, CT, n, p_hat, tol):
         B = CT.shape[1]
         return np.zeros((model_.k, B)), np.zeros(B, bool), np.full(B, np.inf)
 
     for label, batch in (("batch", real), ("one by one", none_certified)):
-        refits._active_batch = batch
+        _mle_refits._active_batch = batch
         try:
             t0 = time.perf_counter()
             bs = est.bootstrap(mech, B=200, rng=91)
             times[label] = time.perf_counter() - t0
         finally:
-            refits._active_batch = real
+            _mle_refits._active_batch = real
         ends[label], certified[label] = est.mean(ci=bs)[1], bs.converged
     width = ends["one by one"][1] - ends["one by one"][0]
     moved = max(abs(a - b) for a, b in zip(ends["batch"], ends["one by one"])) / width

@@ -1,6 +1,6 @@
 """Active-set Newton for sparse maximum-likelihood estimates (mle._active_newton), its use in the
 solver (mle._mle tries it once on a sparse iterate) and in the bootstrap's refits
-(refits._active_refits).  The certificate n log max_x g_x <= tol is recomputed here on all k values,
+(_mle_refits._active_refits).  The certificate n log max_x g_x <= tol is recomputed here on all k values,
 from the returned point and the exact channel, never taken from the solver."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparseldp as sl
-from sparseldp.estimation import _model, estimate_frequencies_full, mle, refits
+from sparseldp.estimation import _mle_refits, _model, estimate_frequencies_full, mle, refits
 
 N = 10**5
 TOL = 1e-2
@@ -350,8 +350,8 @@ def test_active_batch_certifies_on_all_values_and_agrees_with_one_by_one():
     # the one-by-one active-set Newton finds: log-likelihoods within tol of each other
     model, p_hat, CT = _replicates("laplace two atoms", 12)
     tol = 0.5
-    P, conv, gaps = refits._active_batch(model, CT, float(N), p_hat, tol)
-    Ps, convs, _ = refits._active_solo(model, CT, float(N), p_hat, tol)
+    P, conv, gaps = _mle_refits._active_batch(model, CT, float(N), p_hat, tol)
+    Ps, convs, _ = _mle_refits._active_solo(model, CT, float(N), p_hat, tol)
     assert conv.sum() >= 10 and convs.all()
     for j in np.flatnonzero(conv):
         nz = np.flatnonzero(CT[:, j] > 0)
@@ -369,17 +369,17 @@ def test_active_batch_gives_up_after_its_probe_where_em_is_slow(case, monkeypatc
     # case): the batch stops after that one round and every column goes to the one-by-one solver,
     # which certifies them all
     model, p_hat, CT = _replicates(case, 12)
-    monkeypatch.setattr(refits, "_BATCH_SUPPORT", 1)  # a few atoms: the batch is not tried by default
+    monkeypatch.setattr(_mle_refits, "_BATCH_SUPPORT", 1)  # a few atoms: the batch is not tried by default
     runs = []
-    real = refits._refit_em
+    real = _mle_refits._refit_em
 
     def spy(*a, **kw):
         runs.append(a[6])
         return real(*a, **kw)
 
-    monkeypatch.setattr(refits, "_refit_em", spy)
-    P, conv, gaps = refits._active_refits(model, CT, float(N), p_hat, 0.5)
-    assert runs == [refits._BATCH_PROBE]  # the probe only
+    monkeypatch.setattr(_mle_refits, "_refit_em", spy)
+    P, conv, gaps = _mle_refits._active_refits(model, CT, float(N), p_hat, 0.5)
+    assert runs == [_mle_refits._BATCH_PROBE]  # the probe only
     assert conv.all() and np.all(gaps <= 0.5)
 
 
@@ -387,19 +387,19 @@ def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
     # two rounds certify few columns; _active_refits hands every other one to _active_solo, so all
     # come back certified, and the batch's certified columns are kept as the batch left them
     model, p_hat, CT = _replicates("laplace two atoms", 10)
-    monkeypatch.setattr(refits, "_ACTIVE_ROUNDS", 2)
-    monkeypatch.setattr(refits, "_BATCH_SUPPORT", 1)
-    P1, conv1, _ = refits._active_batch(model, CT, float(N), p_hat, 0.5)
+    monkeypatch.setattr(_mle_refits, "_ACTIVE_ROUNDS", 2)
+    monkeypatch.setattr(_mle_refits, "_BATCH_SUPPORT", 1)
+    P1, conv1, _ = _mle_refits._active_batch(model, CT, float(N), p_hat, 0.5)
     assert conv1.any() and not conv1.all()
     solo = []
-    real = refits._active_solo
+    real = _mle_refits._active_solo
 
     def spy(model_, CT_, *a):
         solo.append(CT_.shape[1])
         return real(model_, CT_, *a)
 
-    monkeypatch.setattr(refits, "_active_solo", spy)
-    P, conv, gaps = refits._active_refits(model, CT, float(N), p_hat, 0.5)
+    monkeypatch.setattr(_mle_refits, "_active_solo", spy)
+    P, conv, gaps = _mle_refits._active_refits(model, CT, float(N), p_hat, 0.5)
     assert solo == [int((~conv1).sum())]
     assert conv.all() and np.all(gaps <= 0.5)
     assert np.array_equal(P[:, conv1], P1[:, conv1])
@@ -410,9 +410,9 @@ def test_active_refits_go_one_by_one_on_a_few_atoms(case, monkeypatch):
     # p_hat carries mass on fewer than _BATCH_SUPPORT values: no batch, every column by the one-by-one
     # Newton, all certified
     model, p_hat, CT = _replicates(case, 6)
-    assert np.count_nonzero(p_hat > mle._ACTIVE_REL * p_hat.max()) < refits._BATCH_SUPPORT
-    monkeypatch.setattr(refits, "_active_batch", lambda *a: pytest.fail("the batch was tried"))
-    P, conv, gaps = refits._active_refits(model, CT, float(N), p_hat, 0.5)
+    assert np.count_nonzero(p_hat > mle._ACTIVE_REL * p_hat.max()) < _mle_refits._BATCH_SUPPORT
+    monkeypatch.setattr(_mle_refits, "_active_batch", lambda *a: pytest.fail("the batch was tried"))
+    P, conv, gaps = _mle_refits._active_refits(model, CT, float(N), p_hat, 0.5)
     assert conv.all() and np.all(gaps <= 0.5)
 
 
@@ -432,7 +432,7 @@ def test_refit_em_member_mask_keeps_zeros_and_certifies_on_the_members():
     P0 = np.where(member, 1.0, 0.0)
     P0 /= P0.sum(axis=0)
     C = np.repeat(c[:, None], 2, axis=1)
-    P, conv, gaps = refits._refit_em(A, AT, C, float(N), P0, 0.5, 20_000, member)
+    P, conv, gaps = _mle_refits._refit_em(A, AT, C, float(N), P0, 0.5, 20_000, member)
     assert conv.all() and np.all(gaps <= 0.5)
     assert np.all(P[~member] == 0.0)
     g = (A @ (C / (AT @ P))) / N
@@ -441,7 +441,7 @@ def test_refit_em_member_mask_keeps_zeros_and_certifies_on_the_members():
 
 
 class _DenseModel:
-    """The three things :func:`refits._active_batch` reads of a model, for a random dense channel."""
+    """The three things :func:`_mle_refits._active_batch` reads of a model, for a random dense channel."""
 
     dense = True
 
@@ -464,7 +464,7 @@ def test_active_batch_certificates_hold_on_random_channels(k, m, atoms, seed, lo
     qh = A.T @ p_hat
     CT = rng.multinomial(n, qh / qh.sum(), size=6).T.astype(float)
     tol = 0.5
-    P, conv, gaps = refits._active_batch(_DenseModel(A), CT, float(n), p_hat, tol)
+    P, conv, gaps = _mle_refits._active_batch(_DenseModel(A), CT, float(n), p_hat, tol)
     for j in np.flatnonzero(conv):
         nz = np.flatnonzero(CT[:, j] > 0)
         Aj, AjT = np.ascontiguousarray(A[:, nz]), np.ascontiguousarray(A[:, nz].T)

@@ -166,6 +166,7 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.frequencies`: :func:`estimate_frequencies`,
   :class:`FrequencyEstimate`, :class:`ConvergenceWarning`, argument checks;
 * :mod:`~sparseldp.estimation.refits`: the bootstrap's batched replicate refits;
+* ``_mle_refits``: the MLE's batched refits (SQUAREM EM; active sets for a sparse MLE);
 * :mod:`~sparseldp.estimation.mle`: the MLE's solver (EM, interior-point Newton, the active set);
 * :mod:`~sparseldp.estimation.solvers`: the SQUAREM step, the EM runs,
   EMS smoothing, least squares and :func:`project_simplex`;

@@ -1,7 +1,7 @@
 """Independent columns of a batched refit, cut into blocks run in threads.
 
 The batched solvers of the bootstrap (``refits._refit_em_steps``, ``refits._refit_ems``,
-``refits._refit_em``) iterate every column on its own: a column's
+``_mle_refits._refit_em``) iterate every column on its own: a column's
 iterates and stopping do not depend on the other columns of the batch.  So a
 batch can be cut into blocks of columns, run in threads, and put back
 together.  Only rounding can tell the blocks from one batch (a few units in
@@ -114,7 +114,7 @@ def small_blas(k: int, m: int):
 
 def one_blas_thread():
     """A context in which BLAS uses one thread (threadpoolctl, where installed; else it changes nothing):
-    for small matrix products (:func:`small_blas`; ``refits._active_refits``, whose blocks run in threads)."""
+    for small matrix products (:func:`small_blas`; ``_mle_refits._active_solo``, whose blocks run in threads)."""
     if threadpool_limits is None:
         return contextlib.nullcontext()
     return threadpool_limits(limits=1, user_api="blas")

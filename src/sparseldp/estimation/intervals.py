@@ -179,8 +179,9 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.  On
       larger channels where ``p_hat`` is sparse, the refits start from ``p_hat`` on active sets
       of values grown from its support: all replicates in one batched EM where ``p_hat`` has mass
-      on many values and EM converges on the sets (``refits._active_batch``), and the active-set
-      Newton (``mle._active_newton``) one replicate at a time for the others.  Replicates still above ``tol`` after that are refit one by one by the first fit's solver
+      on many values and EM converges on the sets (``_mle_refits._active_batch``), and the active-set
+      Newton (``mle._active_newton``) one replicate at a time for the others.  Replicates still
+      above ``tol`` after that are refit one by one by the first fit's solver
       (``refits._mle_finish``: from the uniform start, then from the better point while a run at
       least halves the gap, at most ``refits._FINISH_RUNS`` runs): all of them on small channels, on larger ones when
       they are at most 5 % of ``B`` (a few stragglers far from ``p_hat``; a larger share is reported

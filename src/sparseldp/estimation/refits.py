@@ -6,9 +6,8 @@ number of plain EM steps, ``auto``'s ``"em steps=t"`` member), ``_em_members._fl
 ``"em flow=T"`` member) and
 :func:`_refit_em` (SQUAREM EM to a certified gap, the MLE's refit, finished by
 Newton column by column on small channels: :func:`_newton_finish`; on large
-channels where the MLE is sparse, active sets grown from the MLE's support, batched EM on them for
-all replicates at once and ``mle._active_newton`` for the replicates that batch leaves:
-:func:`_active_refits`); inversion is
+channels where the MLE is sparse, active sets grown from the MLE's support, in
+:mod:`sparseldp.estimation._mle_refits` with :func:`_refit_em`); inversion is
 least squares per replicate.  The columns are cut into blocks run in threads
 where the products are sparse or FFT (:mod:`sparseldp.estimation._parallel`).
 A refit is simulation: its products may be the FFT ones and its certificate
@@ -18,15 +17,13 @@ needs no rigor.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._validation import check_int
-from ._parallel import blocks_for, dense_step_blocks, map_blocks, one_blas_thread
+from ._parallel import blocks_for, dense_step_blocks, map_blocks
 from ._em_members import _flow_fits
-from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
-                  _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _active_sparse,
-                  _covering, _dense_newton_cost, _mle, _newton)
-from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares, _squarem,
+from ._mle_refits import _active_refits, _refit_em
+from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle, _newton
+from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares,
                       project_simplex)
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
@@ -59,21 +56,6 @@ _FINISH_SHARE = 0.05
 # reports of a zero-inflated count, B = 200: one straggler at 3.45 nats from the uniform start, 0.513
 # after a run from there, certified by the third; two runs had left it reported; 47.4 s against 47.8 s).
 _FINISH_RUNS = 4
-# The batched active-set refits (_active_batch) start with a probe: EM on the first sets of this many
-# columns for this many evaluations; the batch goes on only where EM converged on at least this share of
-# them (and, in each round, of the columns left).  Measured at B = 200: where the batch pays (1,000 values,
-# Laplace design (2, 1e-8, 3), zero-inflated, 10^6 reports) 189 of 200 columns converge within 300
-# evaluations; where Newton is needed (two atoms under the Laplace window 275) 3 of 200.
-_BATCH_PROBE = 300
-_BATCH_PROBE_COLUMNS = 16
-_BATCH_INNER = 0.5
-# ... and is tried only where p_hat carries mass (mle._ACTIVE_REL of its largest) on at least this many
-# values.  On a few atoms the one-by-one Newton is fast and the batch's sets grow by up to mle._ACTIVE_ADD
-# values a column and round: a point mass on 1,000 values (Gaussian design (2, 1e-8, 3), 10^6 reports;
-# 2 values carry mass) took 7.3 s in the batch and what it left against 3.6 s one by one; two atoms
-# under the Laplace window 275 (8 values) fail the probe.  Where it pays, 65 values carry mass (above).
-_BATCH_SUPPORT = 32
-
 
 
 def _refit_ems(A, AT, C, n, P0, passes, weight, tol, max_iter):
@@ -100,98 +82,6 @@ def _refit_em_steps(A, AT, C, n, P0, steps, single=False):
     ``AT`` as in :func:`_refit_ems`.  Returns ``P``, one row per replicate.
     """
     return _em_run(A, AT, P0, C, steps, single=single)
-
-
-def _refit_em(A, AT, C, n, P0, tol, max_iter, member=None):
-    """SQUAREM EM on ``B`` histograms at once (columns of ``C``, outputs x B), from the columns of ``P0``.
-
-    Every column runs ``mle._em``'s cycle (the certificate ``n log max g``,
-    two EM steps, the SQUAREM extrapolation kept where it does not lower the
-    log-likelihood), as one matrix product per step for the batch; a column
-    leaves the batch once its certificate is at most ``tol``, or at
-    ``max_iter`` evaluations.  Measured against the per-replicate loop it
-    replaces (k = 100, B = 200, same replicate counts): 3.3-3.5x faster, the
-    same intervals to about 1e-5 of their width.  Returns (P, converged mask, certified gap of each
-    column's returned point in nats).
-
-    ``mle._em`` is the same cycle on one column, kept apart on purpose: it works on 1-D
-    arrays with Python-float scalars (numpy's per-call cost on 0-d values made it up to
-    20% slower on small channels, ``solvers._squarem``), records the ``(evals, gap)``
-    history that ``mle._mle`` uses to predict EM's remaining cost, and can return the
-    certified point itself (``step=False``); a batch of one through this function would
-    give up all three.
-
-    ``member`` (``k x B`` bool, optional): each column's own values (:func:`_active_batch`); the
-    others must be 0 in ``P0`` (EM keeps them there) and the certificate takes its maximum over the
-    column's own values only.
-    """
-    inv_n = 1.0 / n
-    B = C.shape[1]
-    out = np.empty((A.shape[0], B))
-    conv = np.zeros(B, bool)
-    gaps = np.zeros(B)
-    act = np.arange(B)
-    P = np.array(P0, dtype=float)
-    Q = AT @ P
-    Cm = C > 0
-
-    def g_of(Q, Ca, Ma):
-        return (A @ np.divide(Ca, Q, out=np.zeros_like(Ca), where=Ma)) * inv_n
-
-    def cert(G, M):
-        return n * np.log(np.maximum((G if M is None else np.where(M, G, 0.0)).max(axis=0), 1e-300))
-
-    def loglik(Q, Ca, Ma):  # -inf where an observed output has q <= 0, as mle._em
-        with np.errstate(divide="ignore", invalid="ignore"):
-            L = np.where(Ma, Ca * np.log(np.where(Ma, Q, 1.0)), 0.0).sum(axis=0)
-        return np.where(((Q <= 0) & Ma).any(axis=0), -np.inf, L)
-
-    evals = 0
-    Mb = member
-    while act.size:
-        Ca, Ma = C[:, act], Cm[:, act]
-        G = g_of(Q, Ca, Ma)
-        gap = cert(G, Mb)
-        fin = (gap <= tol) | (evals >= max_iter)
-        if fin.any():
-            out[:, act[fin]] = P[:, fin] * G[:, fin]
-            conv[act[fin]] = gap[fin] <= tol
-            gaps[act[fin]] = gap[fin]  # certifies P; P * G (one more EM step) only raises the likelihood
-            keep = ~fin
-            act, P, Q, G, Ca, Ma = act[keep], P[:, keep], Q[:, keep], G[:, keep], Ca[:, keep], Ma[:, keep]
-            Mb = None if Mb is None else Mb[:, keep]
-            if not act.size:
-                break
-        P1 = P * G
-        evals += 1
-        G1 = g_of(AT @ P1, Ca, Ma)
-        gap1 = cert(G1, Mb)
-        fin = gap1 <= tol
-        if fin.any():
-            out[:, act[fin]] = P1[:, fin] * G1[:, fin]
-            conv[act[fin]] = True
-            gaps[act[fin]] = gap1[fin]
-            keep = ~fin
-            act, P, P1, G1, Ca, Ma = act[keep], P[:, keep], P1[:, keep], G1[:, keep], Ca[:, keep], Ma[:, keep]
-            Mb = None if Mb is None else Mb[:, keep]
-            if not act.size:
-                break
-        P2 = P1 * G1
-        evals += 1
-        Q2 = AT @ P2
-        if evals >= max_iter:
-            P, Q = P2, Q2
-            continue
-        a, Pe = _squarem(P, P1 - P, P2 - P1, P2)
-        ext = a < -1.0
-        if ext.any():
-            Qe = AT @ Pe
-            take = ext & (loglik(Qe, Ca, Ma) >= loglik(Q2, Ca, Ma))
-            P = np.where(take, Pe, P2)
-            Q = np.where(take, Qe, Q2)
-        else:
-            P, Q = P2, Q2
-    return out, conv, gaps
 
 
 def _refit_plan(estimate, smooth):
@@ -398,162 +288,6 @@ def _active_pays(model, p_hat) -> bool:
     if _dense_newton_cost(model.k, model.m) <= _REFIT_NEWTON_COST:
         return False
     return _active_sparse(p_hat)
-
-
-def _active_refits(model, CT, n, p_hat, tol):
-    """The MLE's refits on a large channel where ``p_hat`` is sparse (:func:`_active_pays`): every column of
-    ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`) where ``p_hat``
-    carries mass on at least :data:`_BATCH_SUPPORT` values, then the columns left uncertified by
-    ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns ``(P, converged, gaps)``."""
-    B = CT.shape[1]
-    if np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) >= _BATCH_SUPPORT:
-        P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
-    else:
-        P, conv, gaps = np.zeros((model.k, B)), np.zeros(B, bool), np.full(B, np.inf)
-    left = np.flatnonzero(~conv)
-    if left.size:
-        P[:, left], conv[left], gaps[left] = _active_solo(model, np.ascontiguousarray(CT[:, left]), n, p_hat, tol)
-    return P, conv, gaps
-
-
-def _active_batch(model, CT, n, p_hat, tol):
-    r"""The active-set idea of ``mle._active_newton`` on all replicates at once, with batched EM as the
-    inner solver.  Returns ``(P, converged, gaps)``; the columns left uncertified carry the point and
-    the gap of their last round (:func:`_active_refits` gives them to the one-by-one solver).
-
-    Each column ``j`` has its own set of values ``S_j``; its other values are held at exactly 0 (EM's
-    multiplicative update keeps them there).  Every set starts as the values carrying mass in
-    ``p_hat`` (above ``mle._ACTIVE_REL`` of its largest) plus one value reaching each output some
-    replicate observed (``mle._covering``).  A round runs SQUAREM EM (:func:`_refit_em`, one matrix
-    product per step for the whole batch, on the rows of the union of the sets) from each column's
-    point floored at ``_ACTIVE_REL`` of its largest mass on ``S_j``, until its certificate over
-    ``S_j`` is at most ``tol / 2`` or for ``mle._ACTIVE_EM_FINISH`` evaluations.  Then each column's
-    certificate ``n log max_x g_x`` is computed on all ``k`` values (exact products), and the columns
-    at ``tol`` or below leave, certified.  In the others, as in ``_active_newton``: the values with
-    less than ``mle._ACTIVE_DROP`` of the largest mass and ``g_x < 1 - mle._ACTIVE_SLACK`` leave
-    ``S_j``, each at most once (not in a column where that would leave an observed output out of
-    reach), and the values outside ``S_j`` with ``g_x > 1`` that are local maxima of ``g`` (at most
-    ``mle._ACTIVE_ADD``, the largest first) join it with ``mle._ACTIVE_NEW`` of the largest mass.  At
-    most ``mle._ACTIVE_ROUNDS`` rounds.  The batch stops early, leaving the rest to the one-by-one
-    solver, when EM converged on fewer than :data:`_BATCH_INNER` of the columns' own sets in a round,
-    when a round certified no column and added no value, or when the union of the sets passes
-    ``mle._ACTIVE_SHARE`` of the values.  Before the first round a probe runs EM on the first
-    :data:`_BATCH_PROBE_COLUMNS` columns for :data:`_BATCH_PROBE` evaluations and the batch goes on only
-    if it converged on at least :data:`_BATCH_INNER` of them.
-
-    EM, not Newton, is the inner solver where it converges: there the barrier Newton of the one-by-one
-    solver stopped (its decrement below ``0.05 tol``) with ``n log max g`` still between 0.3 and 90
-    nats in 96 of 99 runs (a value with little mass and a high ``g`` moves the likelihood little, so
-    the decrement cannot see it), and the EM finish after each Newton run did the certifying anyway.
-    Where EM is slow on the sets (a few atoms under a wide kernel: neighbouring values nearly
-    collinear), the probe fails and Newton does the work.
-    Measured (1,000 values, Laplace design (2, 1e-8, 3), 10^6 reports of a zero-inflated count, 65
-    values carry mass; the MLE's bootstrap, B = 200, one BLAS thread): 198 of 200 replicates
-    certified here, 2 by the one-by-one solver; the whole bootstrap 10.3-11.5 s against 43.7 s.  The
-    intervals of the mean, variance and a range query moved by at most 3e-6 of their width.
-    Running blocks of columns in threads was slower (two blocks 15.5 s, eight 39.3 s): the rounds'
-    small products leave little time outside the interpreter.
-    """
-    k, B = model.k, CT.shape[1]
-    obs = np.flatnonzero(CT.sum(axis=1) > 0)
-    A, _ = model.columns(obs)
-    C = np.ascontiguousarray(CT[obs], dtype=float)
-    out, conv, gaps = np.zeros((k, B)), np.zeros(B, bool), np.full(B, np.inf)
-    act = np.arange(B)
-    P = np.repeat(p_hat[:, None], B, axis=1)
-    S = _covering(A, p_hat, np.flatnonzero(p_hat > _ACTIVE_REL * p_hat.max()), model.dense)
-    member = np.zeros((k, B), bool)  # each column's own set (within S); its other values stay at exactly 0
-    member[S] = True
-    left = np.zeros((k, B), bool)  # values that left a column's set
-    for rnd in range(_ACTIVE_ROUNDS):
-        first = rnd == 0
-        AS = A[S]
-        if model.dense or S.size * obs.size <= _ACTIVE_DENSE:
-            AS = np.asarray(AS) if model.dense else AS.toarray()
-            AST = np.ascontiguousarray(AS.T)
-        else:
-            AS = sp.csr_array(AS)
-            AST = sp.csr_array(AS.T)
-        PS = P[S]
-        PS = np.where(member[S], np.maximum(PS, _ACTIVE_REL * PS.max(axis=0)), 0.0)
-        PS /= PS.sum(axis=0)
-        Ca = np.ascontiguousarray(C[:, act])
-        with one_blas_thread():
-            if first:  # the probe: does EM converge on these sets, in a few columns and evaluations?
-                few = slice(0, min(act.size, _BATCH_PROBE_COLUMNS))
-                _, inner, _ = _refit_em(AS, AST, np.ascontiguousarray(Ca[:, few]), n, PS[:, few], 0.5 * tol,
-                                        _BATCH_PROBE, member[S][:, few])
-                if inner.mean() < _BATCH_INNER:
-                    break  # not EM's sets: the one-by-one Newton takes every column
-            PS, inner, _ = _refit_em(AS, AST, Ca, n, PS, 0.5 * tol, _ACTIVE_EM_FINISH, member[S])
-        full = np.zeros((k, act.size))
-        full[S] = PS
-        G = (A @ np.divide(Ca, AST @ PS, out=np.zeros_like(Ca), where=Ca > 0)) / n
-        gap = n * np.log(np.maximum(G.max(axis=0), 1e-300))
-        done = gap <= tol
-        out[:, act] = full
-        gaps[act] = np.maximum(gap, 0.0)
-        conv[act[done]] = True
-        # columns whose EM stopped short of their set's optimum go on from where they are, while most converge
-        rest = ~done
-        if not rest.any() or inner.mean() < _BATCH_INNER:
-            break  # all certified, or EM is not the solver for these sets (the one-by-one Newton is)
-        act, P, G = act[rest], full[:, rest], G[:, rest]
-        member, left = member[:, rest], left[:, rest]
-        top = P.max(axis=0)
-        # values without mass whose g is clearly below 1 leave their column's set, each at most once
-        # (no cycling), unless that leaves an output the column observed out of its reach
-        drop = member & ~left & (P <= _ACTIVE_DROP * top) & (G <= 1.0 - _ACTIVE_SLACK)
-        if drop.any():
-            kept = (member & ~drop)[S].astype(float)
-            lost = ((AST @ kept) <= 0) & (Ca[:, rest] > 0)
-            drop[:, lost.any(axis=0)] = False
-            member &= ~drop
-            left |= drop
-            P[drop] = 0.0
-        # the local maxima of g above 1 outside a column's set join it (one per direction of ascent)
-        up = ~member & (G > 1.0)
-        peak = np.ones(G.shape, bool)
-        peak[1:] &= G[1:] >= G[:-1]
-        peak[:-1] &= G[:-1] >= G[1:]
-        grew = False
-        for j in np.flatnonzero(up.any(axis=0)):
-            cand = np.flatnonzero(up[:, j] & peak[:, j])
-            if cand.size == 0:
-                cand = np.flatnonzero(up[:, j])
-            add = cand[np.argsort(-G[cand, j], kind="stable")[:_ACTIVE_ADD]]
-            P[add, j] = _ACTIVE_NEW * top[j]
-            member[add, j] = True
-            grew = True
-        if not grew and not done.any():
-            break  # stalled: the one-by-one solver takes the rest
-        S = np.flatnonzero(member.any(axis=1))
-        if S.size > _ACTIVE_SHARE * k:
-            break  # the sets have grown past a sparse problem
-        P /= P.sum(axis=0)
-    return out, conv, gaps
-
-
-def _active_solo(model, CT, n, p_hat, tol):
-    """``mle._active_newton`` on every column of ``CT`` (replicate counts on all outputs) from ``p_hat``,
-    with the exact products on the column's observed outputs; columns in blocks over threads, each with
-    one BLAS thread (the active sets' matrices are small).  Returns ``(P, converged, gaps)``."""
-    k, B = model.k, CT.shape[1]
-
-    def run(r):
-        out = np.empty((k, r.stop - r.start))
-        conv, gaps = np.zeros(out.shape[1], bool), np.empty(out.shape[1])
-        with one_blas_thread():
-            for i, j in enumerate(range(r.start, r.stop)):
-                nz = np.flatnonzero(CT[:, j] > 0)
-                A, AT = model.columns(nz)
-                out[:, i], _, conv[i], gaps[i] = _active_newton(A, AT, CT[nz, j], n, p_hat, tol, _NEWTON_STEPS,
-                                                                model.dense)
-        return out, conv, gaps
-
-    parts = map_blocks(run, B, blocks_for(False, B))
-    return (np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts]),
-            np.concatenate([part[2] for part in parts]))
 
 
 def _newton_finish(exact, CT, n, P, conv, gaps, tol):
