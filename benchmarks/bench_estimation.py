@@ -138,6 +138,7 @@ def run() -> list[dict]:
     rows += _wide_kernel_few_reports()
     rows += _mid_sparse_refits()
     rows += _batched_mle_refits()
+    rows += _ipm_refits()
     rows += _sparse_mle()
     rows += _few_reports()
     rows += _small_dense()
@@ -417,7 +418,7 @@ def _mid_sparse_refits() -> list[dict]:
 def _batched_mle_refits() -> list[dict]:
     """The MLE's bootstrap (B = 200) where ``p_hat`` is sparse on a large channel: 1,000 values,
     ``design("laplace", eps=2, delta=1e-8, H=3)`` (window 59), 10^6 reports of a zero-inflated count
-    (``auto`` chooses the MLE).  The refits in one batch first (``_mle__mle_refits._active_batch``, the default)
+    (``auto`` chooses the MLE).  The refits in one batch first (``_mle_refits._active_batch``, the default)
     against every replicate by the one-by-one active-set Newton (``_mle_refits._active_solo``), same seed,
     one run each."""
     import sparseldp as sl
@@ -452,6 +453,43 @@ def _batched_mle_refits() -> list[dict]:
              "ratio": times["one by one"] / times["batch"],
              "note": f"one by one {times['one by one']:.1f} s; certified {certified['batch']} / "
                      f"{certified['one by one']} of 200; mean interval ends moved {moved:.1e} of its width (one run)"}]
+
+
+def _ipm_refits() -> list[dict]:
+    """The MLE's bootstrap (B = 50) where the batched active-set EM's probe fails and the older solvers
+    stall: 1,000 values, ``design("laplace", eps=2, delta=1e-8, H=3)``, 10^7 reports of a zero-inflated
+    count.  With the interior point (``_mle_refits._ipm_direct`` / ``_ipm_finish``, the default) against
+    without it (its probe limits and budget set to 0: the one-by-one active-set Newton, then EM), same
+    seed, one run each, with the refits certified."""
+    import sparseldp as sl
+    from bench_estimators import _shapes
+    from sparseldp.estimation import _mle_refits, _model, estimate_frequencies_full
+
+    k = 1000
+    mech = sl.design("laplace", eps=2, delta=1e-8, H=3).mechanism
+    model = _model(mech, (0, k - 1))
+    est = estimate_frequencies_full(_direct_counts(model, _shapes(k)["zero-inflated"], 10**7, seed=91), mech,
+                                    domain=(0, k - 1), method="em")
+    times, certified = {}, {}
+    saved = {name: getattr(_mle_refits, name) for name in ("_IPM_DIRECT", "_IPM_DIRECT_DENSE", "_IPM_BUDGET")}
+    for label, off in (("interior point", False), ("without", True)):
+        if off:
+            for name in saved:
+                setattr(_mle_refits, name, -1.0)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                t0 = time.perf_counter()
+                bs = est.bootstrap(mech, B=50, rng=91)
+                times[label] = time.perf_counter() - t0
+        finally:
+            for name, value in saved.items():
+                setattr(_mle_refits, name, value)
+        certified[label] = int(np.sum(bs.converged))
+    return [{"name": "MLE bootstrap B=50, 1,000 values, Laplace window 59, 10^7 reports: interior-point refits",
+             "median_s": times["interior point"], "ratio": times["without"] / times["interior point"],
+             "note": f"without {times['without']:.1f} s; certified {certified['interior point']} / "
+                     f"{certified['without']} of 50 (one run)"}]
 
 
 def _sparse_mle() -> list[dict]:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sparseldp as sl
-from sparseldp.estimation import _mle_refits, _model, estimate_frequencies_full, mle, refits
+from sparseldp.estimation import _ipm, _mle_refits, _model, estimate_frequencies_full, mle, refits
 
 N = 10**5
 TOL = 1e-2
@@ -154,6 +154,8 @@ def _spy(monkeypatch, max_steps=None):
 
 
 def test_mle_tries_the_active_set_on_sparse_iterates_only(monkeypatch):
+    # (with the interior point off: where it is affordable it runs first and certifies these)
+    monkeypatch.setattr(_ipm, "_IPM_FLOPS", -1.0)
     calls = _spy(monkeypatch)
     model, c, A, AT = _problem("laplace two atoms")
     p, _, _, conv, gap = mle._mle(A, AT, c, float(N), model.k, TOL, 50_000, model.dense)
@@ -175,6 +177,8 @@ def test_mle_tries_the_active_set_on_sparse_iterates_only(monkeypatch):
 
 def test_mle_falls_back_when_the_active_set_fails(monkeypatch):
     # one round of one inner Newton step (and no EM finish) fails: the full solver goes on as before
+    # (the interior point off)
+    monkeypatch.setattr(_ipm, "_IPM_FLOPS", -1.0)
     calls = _spy(monkeypatch, max_steps=1)
     monkeypatch.setattr(mle, "_ACTIVE_ROUNDS", 1)
     monkeypatch.setattr(mle, "_ACTIVE_EM", 0)
@@ -383,12 +387,15 @@ def test_active_batch_gives_up_after_its_probe_where_em_is_slow(case, monkeypatc
     assert conv.all() and np.all(gaps <= 0.5)
 
 
-def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
-    # two rounds certify few columns; _active_refits hands every other one to _active_solo, so all
-    # come back certified, and the batch's certified columns are kept as the batch left them
+@pytest.mark.parametrize("ipm_fast", [False, True])
+def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(ipm_fast, monkeypatch):
+    # two rounds certify few columns; _active_refits hands every other one to the interior point where
+    # it certifies the first within _IPM_DIRECT seconds, else to _active_solo, so all come back
+    # certified, and the batch's certified columns are kept as the batch left them
     model, p_hat, CT = _replicates("laplace two atoms", 10)
     monkeypatch.setattr(_mle_refits, "_ACTIVE_ROUNDS", 2)
     monkeypatch.setattr(_mle_refits, "_BATCH_SUPPORT", 1)
+    monkeypatch.setattr(_mle_refits, "_IPM_DIRECT", 60.0 if ipm_fast else 0.0)
     P1, conv1, _ = _mle_refits._active_batch(model, CT, float(N), p_hat, 0.5)
     assert conv1.any() and not conv1.all()
     solo = []
@@ -400,7 +407,7 @@ def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
 
     monkeypatch.setattr(_mle_refits, "_active_solo", spy)
     P, conv, gaps = _mle_refits._active_refits(model, CT, float(N), p_hat, 0.5)
-    assert solo == [int((~conv1).sum())]
+    assert solo == ([] if ipm_fast else [int((~conv1).sum())])
     assert conv.all() and np.all(gaps <= 0.5)
     assert np.array_equal(P[:, conv1], P1[:, conv1])
 
@@ -408,10 +415,11 @@ def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(monkeypatch):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_active_refits_go_one_by_one_on_a_few_atoms(case, monkeypatch):
     # p_hat carries mass on fewer than _BATCH_SUPPORT values: no batch, every column by the one-by-one
-    # Newton, all certified
+    # Newton where the interior point is not fast, all certified
     model, p_hat, CT = _replicates(case, 6)
     assert np.count_nonzero(p_hat > mle._ACTIVE_REL * p_hat.max()) < _mle_refits._BATCH_SUPPORT
     monkeypatch.setattr(_mle_refits, "_active_batch", lambda *a: pytest.fail("the batch was tried"))
+    monkeypatch.setattr(_mle_refits, "_IPM_DIRECT", 0.0)  # the interior point's probe fails at once
     P, conv, gaps = _mle_refits._active_refits(model, CT, float(N), p_hat, 0.5)
     assert conv.all() and np.all(gaps <= 0.5)
 

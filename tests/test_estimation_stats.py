@@ -669,10 +669,11 @@ def test_bootstrap_warns_when_the_refits_do_not_vary():
 
 def test_unconverged_mle_refits_warn_with_their_certified_gaps(monkeypatch):
     # the method forwards the refits' stopping rule; a cap too small to converge says how far they are
-    # (with the Newton finish of small channels off: it would certify them)
-    from sparseldp.estimation import refits
+    # (with the Newton finish of small channels and the interior point off: they would certify them)
+    from sparseldp.estimation import _ipm, refits
 
     monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)
+    monkeypatch.setattr(_ipm, "_IPM_FLOPS", -1.0)
     e = _estimate(20_000, "em")
     with pytest.warns(RuntimeWarning, match=r"12 of 12 bootstrap refits stopped at max_iter = 2 before tol = 0\.5 "
                                             r"\(certified log-likelihood gaps of those: median [0-9.e+]+, largest "
@@ -717,13 +718,15 @@ def test_small_channel_mle_refits_are_finished_by_newton(monkeypatch):
 @pytest.mark.parametrize("stragglers", [1, 2, 3])
 def test_a_few_refits_left_by_the_batch_are_finished_by_the_first_fits_solver(monkeypatch, stragglers):
     # the batched EM refit is made to leave its first `stragglers` columns at the uniform point,
-    # uncertified (a replicate far from p_hat); at most 5 % of B = 40 (two) are finished one by one by
-    # mle._mle and match the undisturbed replicates, more are left and reported
+    # uncertified (a replicate far from p_hat); with the interior point off, at most 5 % of B = 40
+    # (two) are finished one by one by mle._mle and match the undisturbed replicates, more are left
+    # and reported
     import warnings
 
-    from sparseldp.estimation import _parallel, refits
+    from sparseldp.estimation import _ipm, _parallel, refits
 
     monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)  # EM alone: no Newton finish of small channels
+    monkeypatch.setattr(_ipm, "_IPM_FLOPS", -1.0)  # no interior point (in the refits or in mle._mle)
     e = _estimate(20_000, "em")
     clean = e.bootstrap(MECH, B=40, rng=0)
     real = refits._refit_em
@@ -747,6 +750,43 @@ def test_a_few_refits_left_by_the_batch_are_finished_by_the_first_fits_solver(mo
         with pytest.warns(RuntimeWarning, match=r"3 of 40 bootstrap refits stopped at max_iter"):
             bs = e.bootstrap(MECH, B=40, rng=0)
         assert bs.converged == 37
+
+
+def test_refits_left_by_the_batch_are_finished_by_the_interior_point(monkeypatch):
+    # the same stragglers, 5 of 40 (more than mle._mle finishes): the interior point (_ipm_finish)
+    # certifies all of them, close to the undisturbed replicates
+    import warnings
+
+    from sparseldp.estimation import _mle_refits, _parallel, refits
+
+    monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)
+    monkeypatch.setattr(_mle_refits, "_IPM_DIRECT_DENSE", -1.0)  # the batched EM first, not the interior point
+    e = _estimate(20_000, "em")
+    clean = e.bootstrap(MECH, B=40, rng=0)
+    real = refits._refit_em
+    finished = []
+
+    def straggling(A, AT, C, n, P0, tol, max_iter):
+        P, conv, gaps = real(A, AT, C, n, P0, tol, max_iter)
+        P[:, :5] = 1.0 / P.shape[0]
+        conv[:5], gaps[:5] = False, 1e6
+        return P, conv, gaps
+
+    real_finish = _mle_refits._ipm_finish
+
+    def spy(model, CT, n, P, conv, gaps, tol):
+        finished.append(int((~conv).sum()))
+        return real_finish(model, CT, n, P, conv, gaps, tol)
+
+    monkeypatch.setattr(refits, "_refit_em", straggling)
+    monkeypatch.setattr(refits, "_ipm_finish", spy)
+    monkeypatch.setattr(_parallel, "_MIN_COLUMNS", 10**9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bs = e.bootstrap(MECH, B=40, rng=0)
+    assert finished == [5] and bs.converged == 40
+    means, clean_means = bs.distribution("mean"), clean.distribution("mean")
+    assert np.abs(means - clean_means).max() <= 0.05 * clean_means.std()
 
 
 @pytest.mark.parametrize("runs, want_runs, certified", [
@@ -1032,8 +1072,11 @@ def test_robust_names_the_mle_part_in_its_warnings():
     # the MLE's refits capped far below convergence: the warning says it comes from the robust part
     import re
 
+    from sparseldp.estimation import _ipm
+
     e = _estimate(20_000, "ems")
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_ipm, "_IPM_FLOPS", -1.0)  # the interior point would certify the MLE's refits
         warnings.simplefilter("always")
         e.bootstrap(MECH, B=20, rng=0, max_iter=1, robust=True)
     texts = [str(w.message) for w in caught]

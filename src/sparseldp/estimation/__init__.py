@@ -48,9 +48,12 @@ resumes EM if needed.  Where the first EM iterate is sparse (at most a
 quarter of the values carry mass, as the MLE of spiky data does), Newton runs
 first on an active set of values only, grown by the values whose ``g_x``
 exceeds 1 until the certificate holds on the whole domain (``mle._active_newton``;
-the bootstrap's refits of such an MLE on large channels use it too).  Every
-phase is judged by the same certificate, so the choice affects speed only,
-never what "converged" means.
+the bootstrap's refits of such an MLE on large channels use it too).  The
+bootstrap's MLE refits on large channels also use a primal-dual interior-point
+method (Mehrotra's predictor-corrector on the Poisson form of the problem,
+``_ipm._ipm``), which certifies in 9-21 iterations where the barrier Newton and
+EM stall.  Every phase is judged by the same certificate, so the choice affects
+speed only, never what "converged" means.
 
 Convergence rule (a certificate, not a heuristic).  Because ``l`` is concave
 and ``sum_x p_x g_x(p) = 1``, Jensen's inequality gives, for the maximizer

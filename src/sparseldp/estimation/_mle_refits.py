@@ -9,12 +9,17 @@ rest.  A refit is simulation: its products may be the FFT ones and its certifica
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
+from ._ipm import _ipm, _ipm_affordable
 from ._parallel import blocks_for, map_blocks, one_blas_thread
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
-                  _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _covering)
+                  _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _band_of,
+                  _covering)
 from .solvers import _squarem
 
 # The batched active-set refits (_active_batch) start with a probe: EM on the first sets of this many
@@ -130,12 +135,17 @@ def _active_refits(model, CT, n, p_hat, tol):
     ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`) where ``p_hat``
     carries mass on at least :data:`_BATCH_SUPPORT` values, then the columns left uncertified by
     ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns ``(P, converged, gaps)``."""
+    B = CT.shape[1]
     if np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) < _BATCH_SUPPORT:
-        return _active_solo(model, CT, n, p_hat, tol)
-    P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
+        P, conv, gaps = np.zeros((model.k, B)), np.zeros(B, bool), np.full(B, np.inf)
+    else:
+        P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
     left = np.flatnonzero(~conv)
     if left.size:
-        P[:, left], conv[left], gaps[left] = _active_solo(model, np.ascontiguousarray(CT[:, left]), n, p_hat, tol)
+        fast = _ipm_direct(model, CT, n, tol, left)
+        if fast is None:
+            fast = _active_solo(model, np.ascontiguousarray(CT[:, left]), n, p_hat, tol)
+        P[:, left], conv[left], gaps[left] = fast
     return P, conv, gaps
 
 
@@ -278,3 +288,97 @@ def _active_solo(model, CT, n, p_hat, tol):
     parts = map_blocks(run, B, blocks_for(False, B))
     return (np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts]),
             np.concatenate([part[2] for part in parts]))
+
+
+# The interior-point MLE (_ipm._ipm) refits every replicate the batched active-set EM leaves where it
+# certified the first _IPM_PROBE of them within _IPM_DIRECT seconds each (1,000 values, Laplace design
+# (2, 1e-8, 3), zero-inflated: 0.03-0.06 s at 10^5-10^7 reports, where the one-by-one active set took
+# 0.3-0.6 s at 10^7 and left half uncertified; on a point mass it takes 0.1-0.2 s and the active set
+# 0.06-0.2 s), and every replicate where the MLE is not sparse and the channel is large when it does so
+# within _IPM_DIRECT_DENSE (a spike over a smooth part under the same design, 10^6 reports: 0.16-0.22 s,
+# where 2,000 batched EM evaluations left 95 of 200 uncertified); elsewhere it finishes the replicates
+# the other solvers left above tol, as long as the time it has taken on them stays within _IPM_BUDGET
+# seconds (a dense channel of 1,000 values: about 0.5 s each).
+_IPM_PROBE = 2
+_IPM_DIRECT = 0.1
+_IPM_DIRECT_DENSE = 0.25
+# ... and only on channels where one of its iterations costs at most _ipm._IPM_FLOPS (_ipm_affordable).
+_IPM_BUDGET = 30.0
+
+
+def _ipm_column(model, CT, n, j, tol, deadline=math.inf):
+    """``_ipm._ipm`` on column ``j`` of ``CT`` with the exact products on its observed outputs (the
+    banded Gram by FFT where the channel has FFT products).  Returns ``(p on all k values, converged,
+    gap)``, ``gap`` the certificate of ``p`` itself (no last EM step: the certificate of a point one
+    step beyond can be larger, although its log-likelihood gap is not).  Gives up at ``deadline``
+    (``time.perf_counter()``)."""
+    nz = np.flatnonzero(CT[:, j] > 0)
+    A, AT = model.columns(nz)
+    band = None
+    if not model.dense:
+        FA = model.fast_columns(nz, (A, AT))
+        band = None if FA[0] is A else _band_of(FA[0])
+    p, _, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, step=False, deadline=deadline)
+    return p, ok, gap
+
+
+def _ipm_refits(model, CT, n, cols, tol, budget=math.inf):
+    """``_ipm`` on the columns ``cols`` of ``CT`` in blocks over threads (one BLAS thread each), in
+    order, until the time spent passes ``budget`` seconds (per thread).  Returns ``(P (k x len(cols)),
+    converged, gaps, tried)``; the columns not tried have ``tried`` False, ``gaps`` inf."""
+    k = model.k
+
+    def run(r):
+        out = np.zeros((k, r.stop - r.start))
+        conv, gaps, tried = np.zeros(out.shape[1], bool), np.full(out.shape[1], np.inf), np.zeros(out.shape[1], bool)
+        t0 = time.perf_counter()
+        with one_blas_thread():
+            for i, j in enumerate(cols[r]):
+                if time.perf_counter() - t0 > budget:
+                    break
+                out[:, i], conv[i], gaps[i] = _ipm_column(model, CT, n, j, tol)
+                tried[i] = True
+        return out, conv, gaps, tried
+
+    parts = map_blocks(run, cols.size, blocks_for(False, cols.size))
+    return tuple(np.concatenate([part[i] for part in parts], axis=1 if i == 0 else 0) for i in range(4))
+
+
+def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
+    """The columns ``cols`` of ``CT`` (default all) by ``_ipm`` where it certifies each of the first
+    :data:`_IPM_PROBE` within ``limit`` seconds (default :data:`_IPM_DIRECT`; the probe stops at the
+    first that does not); else ``None`` (the caller's solvers run).  Returns ``(P (k x len(cols)),
+    converged, gaps)``."""
+    limit = _IPM_DIRECT if limit is None else limit
+    if not _ipm_affordable(model.k, model.m, model.nnz, model.dense):
+        return None
+    cols = np.arange(CT.shape[1]) if cols is None else np.asarray(cols)
+    P = np.zeros((model.k, cols.size))
+    conv, gaps = np.zeros(cols.size, bool), np.full(cols.size, np.inf)
+    few = min(cols.size, _IPM_PROBE)
+    with one_blas_thread():
+        for i in range(few):
+            P[:, i], conv[i], gaps[i] = _ipm_column(model, CT, n, cols[i], tol, time.perf_counter() + limit)
+            if not conv[i]:
+                return None
+    if cols.size > few:
+        P[:, few:], conv[few:], gaps[few:], _ = _ipm_refits(model, CT, n, cols[few:], tol)
+    return P, conv, gaps
+
+
+def _ipm_all(model, CT, n, tol):
+    """Every column of ``CT`` by ``_ipm`` where the MLE is not sparse on a large channel:
+    :func:`_ipm_direct` with the limit :data:`_IPM_DIRECT_DENSE`."""
+    return _ipm_direct(model, CT, n, tol, limit=_IPM_DIRECT_DENSE)
+
+
+def _ipm_finish(model, CT, n, P, conv, gaps, tol):
+    """``_ipm`` on the columns left above ``tol``, within :data:`_IPM_BUDGET` seconds; ``P``, ``conv``,
+    ``gaps`` updated in place where it certifies a smaller gap."""
+    left = np.flatnonzero(~conv)
+    if not left.size or not _ipm_affordable(model.k, model.m, model.nnz, model.dense):
+        return
+    Pl, cl, gl, tried = _ipm_refits(model, CT, n, left, tol, _IPM_BUDGET)
+    better = tried & (gl < gaps[left])
+    j = left[better]
+    P[:, j], conv[j], gaps[j] = Pl[:, better], cl[better], gl[better]

@@ -179,8 +179,17 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.  On
       larger channels where ``p_hat`` is sparse, the refits start from ``p_hat`` on active sets
       of values grown from its support: all replicates in one batched EM where ``p_hat`` has mass
-      on many values and EM converges on the sets (``_mle_refits._active_batch``), and the active-set
-      Newton (``mle._active_newton``) one replicate at a time for the others.  Replicates still
+      on many values and EM converges on the sets (``_mle_refits._active_batch``), and for the
+      others the primal-dual interior-point MLE (``_ipm._ipm``, from the uniform start) where it
+      certifies the first two within 0.1 s each, else the active-set Newton
+      (``mle._active_newton``) one replicate at a time.  On larger channels where ``p_hat`` is
+      not sparse, the interior point refits every replicate where it certifies the first two
+      within 0.25 s each (``_mle_refits._ipm_direct``), else the batched EM does.  The interior
+      point then takes the replicates still above ``tol`` (``_mle_refits._ipm_finish``, for at most
+      30 s).  Measured (1,000 values, Laplace design (2, 1e-8, 3), B = 200): a zero-inflated count,
+      10^7 reports, 8.5 s with every refit certified, against 114.8 s with 84 left at gaps of up
+      to 10^4 nats before; a spike over a smooth part, 10^6 reports, 30.9 s all certified, against
+      22.4 s with 95 left at up to 222 nats.  Replicates still
       above ``tol`` after that are refit one by one by the first fit's solver
       (``refits._mle_finish``: from the uniform start, then from the better point while a run at
       least halves the gap, at most ``refits._FINISH_RUNS`` runs): all of them on small channels, on larger ones when

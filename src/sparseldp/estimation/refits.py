@@ -21,7 +21,7 @@ import numpy as np
 from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks
 from ._em_members import _flow_fits
-from ._mle_refits import _active_refits, _refit_em
+from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle, _newton
 from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares,
                       project_simplex)
@@ -195,16 +195,22 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
                 np.concatenate([part[2] for part in parts]))
 
     if _active_pays(model, p_hat):
-        # a sparse MLE on a large channel: Newton on each replicate's active set, from p_hat itself (the
-        # set grows where the replicate needs values p_hat has not); EM from the mixed start for the rest
+        # a sparse MLE on a large channel: batched EM on each replicate's active set, then the interior-point
+        # MLE where it is fast, else Newton on each replicate's active set, from p_hat itself (the set grows
+        # where the replicate needs values p_hat has not); EM from the mixed start for what is left
         P, conv, gaps = _active_refits(model, CT, float(n), p_hat, tol)
+        _ipm_finish(model, CT, float(n), P, conv, gaps, tol)
         left = np.flatnonzero(~conv)
         if left.size:
             P[:, left], conv[left], gaps[left] = em(left, np.repeat(start[:, None], left.size, axis=1), max_iter)
     else:
         exact = _dense_exact(model)
         budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
-        P, conv, gaps = em(np.arange(B), np.repeat(start[:, None], B, axis=1), budget)
+        direct = None if exact is not None else _ipm_all(model, CT, float(n), tol)
+        if direct is not None:  # a large channel where the interior point is fast: every replicate by it
+            P, conv, gaps = direct
+        else:
+            P, conv, gaps = em(np.arange(B), np.repeat(start[:, None], B, axis=1), budget)
         if exact is not None:
             # small channels: EM's slow tail (sublinear where the MLE has zeros) left to Newton per column
             _newton_finish(exact, CT, float(n), P, conv, gaps, tol)
@@ -212,6 +218,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             if left.size and max_iter > budget:  # Newton failed: EM gets the rest of the budget from there
                 P0 = np.maximum(P[:, left], 0.0) + 1e-12
                 P[:, left], conv[left], gaps[left] = em(left, P0 / P0.sum(axis=0), max_iter - budget)
+        _ipm_finish(model, CT, float(n), P, conv, gaps, tol)
     _mle_finish(model, CT, float(n), P, conv, gaps, tol, max_iter)
     P = np.maximum(P, 0.0).T
     return P / P.sum(axis=1, keepdims=True), conv, gaps, False

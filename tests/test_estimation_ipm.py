@@ -1,0 +1,140 @@
+"""The primal-dual interior-point MLE (estimation._ipm) and its use in the MLE's bootstrap refits
+(_mle_refits._ipm_direct, _ipm_finish).  Certificates are recomputed here from the returned point and
+the exact channel on all k values; the maximum is the one of test_estimation_active's reference
+solver (barrier Newton finished by EM to 1e-6 nats)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparseldp.estimation import _ipm, _mle_refits, mle
+from test_estimation_active import (_RANDOM, CASES, N, TOL, _gap, _problem, _random_problem, _replicates,
+                                    _short_of_max)
+
+
+def _check(A, AT, c, n, k, dense, p, gap, conv, tol):
+    assert conv and 0.0 <= gap <= tol
+    assert p.min() >= 0.0 and abs(p.sum() - 1.0) < 1e-9
+    assert _gap(A, AT, c, n, p) <= tol + 1e-9
+    assert _short_of_max(A, AT, c, n, k, dense, p) <= tol + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(**_RANDOM, sparse=st.booleans(), step=st.booleans())
+def test_ipm_reaches_the_mle_certified_on_random_channels(k, m, atoms, seed, log_n, power, sparse, step):
+    # any channel (dense rows random^power, also given as a sparse matrix, which has no narrow band:
+    # dense Cholesky), a truth of a few atoms: certified within tol of the maximum, with or without the
+    # last EM step
+    _, _, n, c, Ao, AoT = _random_problem(k, m, atoms, seed, log_n, power)
+    A, AT = (sp.csr_array(Ao), sp.csr_array(AoT)) if sparse else (Ao, AoT)
+    p, steps, conv, gap = _ipm._ipm(A, AT, c, float(n), TOL, not sparse, step=step)
+    _check(Ao, AoT, c, float(n), k, True, p, gap, conv, TOL)
+    assert steps <= _ipm._IPM_STEPS
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ipm_reaches_the_mle_on_window_channels(case):
+    # sparse window channels by banded Cholesky (the Gram from sparse products), a dense one by dense
+    # Cholesky
+    model, c, A, AT = _problem(case)
+    p, _, conv, gap = _ipm._ipm(A, AT, c, float(N), TOL, model.dense, step=False)
+    _check(A, AT, c, float(N), model.k, model.dense, p, gap, conv, TOL)
+
+
+@pytest.mark.parametrize("case", ["laplace two atoms", "laplace atoms and bump"])
+def test_sparse_band_is_the_gram_in_banded_storage(case):
+    # entry (x, x + d) of A diag(w) A^T sits at ab[bw - d, x + d], nothing of the Gram lies outside the band
+    model, c, A, AT = _problem(case)
+    w = np.random.default_rng(3).random(A.shape[1]) + 0.1
+    M = (A.toarray() * w[None, :]) @ A.toarray().T
+    bw = _ipm._band_width(A)
+    rows, cols = np.nonzero(M)
+    assert np.max(np.abs(rows - cols)) == bw
+    ab = _ipm._sparse_band(A, AT)(w)
+    assert ab.shape == (bw + 1, model.k)
+    for d in range(bw + 1):
+        np.testing.assert_allclose(ab[bw - d, d:], np.diagonal(M, d), rtol=1e-12, atol=1e-15)
+
+
+def test_band_width_sees_rows_out_of_order():
+    # rows whose windows are not in the values' order have no band: the full width
+    A = sp.csr_array(np.array([[0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]]))
+    assert _ipm._band_width(A) == 2
+    assert _ipm._sparse_band(A, sp.csr_array(A.T)) is None
+
+
+def test_ipm_gives_up_with_a_bounding_gap_at_its_deadline():
+    # a deadline already passed: no iteration, not converged, the start's own certificate reported
+    model, c, A, AT = _problem("laplace two atoms")
+    p, steps, conv, gap = _ipm._ipm(A, AT, c, float(N), TOL, model.dense, step=False, deadline=0.0)
+    assert steps == 0 and not conv
+    assert gap == pytest.approx(_gap(A, AT, c, float(N), np.full(model.k, 1.0 / model.k)), rel=1e-9)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ipm_direct_refits_are_certified_or_declined(case, monkeypatch):
+    # with time to spare every replicate is refit by the interior point and certified on all k values;
+    # with none the probe declines (None) and the caller's solvers run
+    model, p_hat, CT = _replicates(case, 6)
+    got = _mle_refits._ipm_direct(model, CT, float(N), 0.5, limit=60.0)
+    assert got is not None
+    P, conv, gaps = got
+    assert conv.all()
+    for j in range(CT.shape[1]):
+        nz = np.flatnonzero(CT[:, j] > 0)
+        A, AT = model.columns(nz)
+        assert _gap(A, AT, CT[nz, j], float(N), P[:, j]) <= 0.5 + 1e-9
+    assert _mle_refits._ipm_direct(model, CT, float(N), 0.5, limit=0.0) is None
+
+
+def test_ipm_finish_certifies_what_is_left_and_keeps_the_rest(monkeypatch):
+    model, p_hat, CT = _replicates("laplace atoms and bump", 6)
+    B = CT.shape[1]
+    P = np.repeat(np.full(model.k, 1.0 / model.k)[:, None], B, axis=1)
+    conv = np.array([True, False, True, False, False, True])
+    gaps = np.where(conv, 0.1, np.inf)
+    kept = P[:, conv].copy()
+    _mle_refits._ipm_finish(model, CT, float(N), P, conv, gaps, 0.5)
+    assert conv.all() and np.all(gaps <= 0.5)
+    np.testing.assert_array_equal(P[:, [0, 2, 5]], kept)
+    for j in (1, 3, 4):
+        nz = np.flatnonzero(CT[:, j] > 0)
+        A, AT = model.columns(nz)
+        assert _gap(A, AT, CT[nz, j], float(N), P[:, j]) <= 0.5 + 1e-9
+    # out of budget: nothing is tried, nothing changes
+    monkeypatch.setattr(_mle_refits, "_IPM_BUDGET", -1.0)
+    conv2, gaps2 = np.zeros(B, bool), np.full(B, np.inf)
+    P2 = np.zeros((model.k, B))
+    _mle_refits._ipm_finish(model, CT, float(N), P2, conv2, gaps2, 0.5)
+    assert not conv2.any() and np.all(np.isinf(gaps2)) and not P2.any()
+
+
+def _converged_runs(monkeypatch, module, name) -> list:
+    """``module.name`` (a solver returning ``(p, steps, converged, gap)``) wrapped to record whether
+    each run converged, in the list returned."""
+    runs, real = [], getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **kw: runs.append(real(*a, **kw)) or runs[-1])
+    return runs
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_mle_runs_the_interior_point_after_its_first_em_run(case, monkeypatch):
+    # where the first EM run does not certify, mle._mle runs the interior point (once), which certifies:
+    # the active set and the barrier Newton are not needed; off (unaffordable), the old solvers do it
+    model, c, A, AT = _problem(case)
+    runs = _converged_runs(monkeypatch, mle, "_ipm")
+    monkeypatch.setattr(mle, "_active_newton", lambda *a, **kw: pytest.fail("the active set was tried"))
+    monkeypatch.setattr(mle, "_newton", lambda *a, **kw: pytest.fail("the barrier Newton was tried"))
+    monkeypatch.setattr(mle, "_EM_FIRST", 5)  # a first EM run that does not certify
+    p, _, _, conv, gap = mle._mle(A, AT, c, float(N), model.k, TOL, 50_000, model.dense)
+    assert [run[2] for run in runs] == [True] and conv and gap <= TOL
+    monkeypatch.undo()
+    assert _short_of_max(A, AT, c, float(N), model.k, model.dense, p) <= TOL + 1e-9
+    monkeypatch.setattr(_ipm, "_IPM_FLOPS", -1.0)
+    monkeypatch.setattr(mle, "_ipm", lambda *a, **kw: pytest.fail("the interior point was tried"))
+    p, _, _, conv, gap = mle._mle(A, AT, c, float(N), model.k, TOL, 50_000, model.dense)
+    assert conv and gap <= TOL
