@@ -23,15 +23,20 @@ def _check(A, AT, c, n, k, dense, p, gap, conv, tol):
     assert _short_of_max(A, AT, c, n, k, dense, p) <= tol + 1e-9
 
 
-@settings(max_examples=40, deadline=None)
-@given(**_RANDOM, sparse=st.booleans(), step=st.booleans())
-def test_ipm_reaches_the_mle_certified_on_random_channels(k, m, atoms, seed, log_n, power, sparse, step):
+@settings(max_examples=60, deadline=None)
+@given(**_RANDOM, sparse=st.booleans(), step=st.booleans(), warm=st.integers(0, 200))
+def test_ipm_reaches_the_mle_certified_on_random_channels(k, m, atoms, seed, log_n, power, sparse, step, warm):
     # any channel (dense rows random^power, also given as a sparse matrix, which has no narrow band:
     # dense Cholesky), a truth of a few atoms: certified within tol of the maximum, with or without the
-    # last EM step
+    # last EM step, from the uniform start (warm = 0) or warm-started at EM's iterate after `warm`
+    # evaluations (as mle._mle does after 600)
     _, _, n, c, Ao, AoT = _random_problem(k, m, atoms, seed, log_n, power)
     A, AT = (sp.csr_array(Ao), sp.csr_array(AoT)) if sparse else (Ao, AoT)
-    p, steps, conv, gap = _ipm._ipm(A, AT, c, float(n), TOL, not sparse, step=step)
+    start = {}
+    if warm:
+        p0, _, _, gap0 = mle._em(Ao, AoT, c, float(n), np.full(k, 1.0 / k), 0.0, warm, None, False)
+        start = {"p0": p0, "gap0": gap0}
+    p, steps, conv, gap = _ipm._ipm(A, AT, c, float(n), TOL, not sparse, step=step, **start)
     _check(Ao, AoT, c, float(n), k, True, p, gap, conv, TOL)
     assert steps <= _ipm._IPM_STEPS
 

@@ -350,7 +350,7 @@ def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
     first that does not); else ``None`` (the caller's solvers run).  Returns ``(P (k x len(cols)),
     converged, gaps)``."""
     limit = _IPM_DIRECT if limit is None else limit
-    if not _ipm_affordable(model.k, model.m, model.nnz, model.dense):
+    if not _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1)):
         return None
     cols = np.arange(CT.shape[1]) if cols is None else np.asarray(cols)
     P = np.zeros((model.k, cols.size))
@@ -376,7 +376,7 @@ def _ipm_finish(model, CT, n, P, conv, gaps, tol):
     """``_ipm`` on the columns left above ``tol``, within :data:`_IPM_BUDGET` seconds; ``P``, ``conv``,
     ``gaps`` updated in place where it certifies a smaller gap."""
     left = np.flatnonzero(~conv)
-    if not left.size or not _ipm_affordable(model.k, model.m, model.nnz, model.dense):
+    if not left.size or not _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1)):
         return
     Pl, cl, gl, tried = _ipm_refits(model, CT, n, left, tol, _IPM_BUDGET)
     better = tried & (gl < gaps[left])
