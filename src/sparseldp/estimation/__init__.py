@@ -51,7 +51,7 @@ exceeds 1 until the certificate holds on the whole domain (``mle._active_newton`
 the bootstrap's refits of such an MLE on large channels use it too).  The
 bootstrap's MLE refits on large channels also use a primal-dual interior-point
 method (Mehrotra's predictor-corrector on the Poisson form of the problem,
-``_ipm._ipm``), which certifies in 9-21 iterations where the barrier Newton and
+``_ipm._ipm``), which certifies in 3-22 iterations where the barrier Newton and
 EM stall.  Every phase is judged by the same certificate, so the choice affects
 speed only, never what "converged" means.
 

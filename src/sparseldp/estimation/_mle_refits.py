@@ -3,8 +3,11 @@
 :func:`_refit_em` runs SQUAREM EM on every replicate at once to a certified gap.  On large channels
 where the MLE is sparse, :func:`_active_refits` runs the active-set idea of ``mle._active_newton`` on
 every replicate at once (:func:`_active_batch`: batched EM on each replicate's own set of values)
-where that pays, and ``mle._active_newton`` replicate by replicate (:func:`_active_solo`) for the
-rest.  A refit is simulation: its products may be the FFT ones and its certificate needs no rigor.
+where that pays, and for the rest the interior point (``_ipm._ipm``, :func:`_ipm_direct`) where it
+is fast, else ``mle._active_newton`` replicate by replicate (:func:`_active_solo`).  The interior
+point also refits every replicate of a large channel where the MLE is not sparse when it is fast
+(:func:`_ipm_all`), and finishes what any solver leaves (:func:`_ipm_finish`).  A refit is
+simulation: its products may be the FFT ones and its certificate needs no rigor.
 """
 
 from __future__ import annotations
@@ -133,8 +136,10 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter, member=None):
 def _active_refits(model, CT, n, p_hat, tol):
     """The MLE's refits on a large channel where ``p_hat`` is sparse (``refits._active_pays``): every column of
     ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`) where ``p_hat``
-    carries mass on at least :data:`_BATCH_SUPPORT` values, then the columns left uncertified by
-    ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns ``(P, converged, gaps)``."""
+    carries mass on at least :data:`_BATCH_SUPPORT` values, then the columns left uncertified by the
+    interior point where it certifies the first two within :data:`_IPM_DIRECT` seconds each
+    (:func:`_ipm_direct`), else by ``mle._active_newton`` one by one (:func:`_active_solo`).  Returns
+    ``(P, converged, gaps)``."""
     B = CT.shape[1]
     if np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) < _BATCH_SUPPORT:
         P, conv, gaps = np.zeros((model.k, B)), np.zeros(B, bool), np.full(B, np.inf)
@@ -299,10 +304,10 @@ def _active_solo(model, CT, n, p_hat, tol):
 # where 2,000 batched EM evaluations left 95 of 200 uncertified); elsewhere it finishes the replicates
 # the other solvers left above tol, as long as the time it has taken on them stays within _IPM_BUDGET
 # seconds (a dense channel of 1,000 values: about 0.5 s each).
+# All of it only on channels where one of its iterations costs at most _ipm._IPM_FLOPS (_ipm_affordable).
 _IPM_PROBE = 2
 _IPM_DIRECT = 0.1
 _IPM_DIRECT_DENSE = 0.25
-# ... and only on channels where one of its iterations costs at most _ipm._IPM_FLOPS (_ipm_affordable).
 _IPM_BUDGET = 30.0
 
 
