@@ -414,12 +414,12 @@ def test_active_batch_leaves_the_rest_to_the_one_by_one_solver(ipm_fast, monkeyp
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_active_refits_go_one_by_one_on_a_few_atoms(case, monkeypatch):
-    # p_hat carries mass on fewer than _BATCH_SUPPORT values: no batch, every column by the one-by-one
-    # Newton where the interior point is not fast, all certified
+    # p_hat carries mass on fewer than _BATCH_SUPPORT values: no batch and no interior point, every
+    # column by the one-by-one Newton, all certified
     model, p_hat, CT = _replicates(case, 6)
     assert np.count_nonzero(p_hat > mle._ACTIVE_REL * p_hat.max()) < _mle_refits._BATCH_SUPPORT
     monkeypatch.setattr(_mle_refits, "_active_batch", lambda *a: pytest.fail("the batch was tried"))
-    monkeypatch.setattr(_mle_refits, "_IPM_DIRECT", 0.0)  # the interior point's probe fails at once
+    monkeypatch.setattr(_mle_refits, "_ipm_direct", lambda *a, **kw: pytest.fail("the interior point was tried"))
     P, conv, gaps = _mle_refits._active_refits(model, CT, float(N), p_hat, 0.5)
     assert conv.all() and np.all(gaps <= 0.5)
 
