@@ -485,7 +485,7 @@ def test_newton_with_the_banded_gram_reaches_the_same_maximum(fft_on):
 
 def test_banded_solve_refuses_a_matrix_that_is_not_positive_definite():
     # Newton then falls back to the sparse LU: _banded_solve must say so (None), not return garbage
-    from sparseldp.estimation.mle import _banded_solve
+    from sparseldp.estimation._newton import _banded_solve
 
     k = 6
     rhs = np.ones((k, 2))
@@ -586,7 +586,7 @@ def test_fused_em_run_is_the_em_map_on_the_exact_channel(lam, half, k, b, steps,
 def test_dense_matrix_solve_solves_the_system(diag_sign):
     # the dense Newton system (A diag(w) A^T + diag(d)) x = rhs, formed as W W^T (W = A diag(sqrt w)),
     # also where the matrix is indefinite (a negative diagonal larger than the Gram's)
-    from sparseldp.estimation.mle import _matrix_solve
+    from sparseldp.estimation._newton import _matrix_solve
 
     rng = np.random.default_rng(7)
     k, m = 40, 70

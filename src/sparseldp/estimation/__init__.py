@@ -43,7 +43,7 @@ full-support baselines): even accelerated it can need 10^5 steps on a domain
 of 12 values.  So after 600 EM evaluations the solver predicts the remaining
 EM cost from the observed rate of the certificate below and, when a Newton
 method is predicted cheaper, finishes with a primal log-barrier interior-point
-Newton method (banded Cholesky or sparse LU for window channels; see ``mle._newton``), then
+Newton method (banded Cholesky or sparse LU for window channels; see ``_newton._newton``), then
 resumes EM if needed.  Where the first EM iterate is sparse (at most a
 quarter of the values carry mass, as the MLE of spiky data does), Newton runs
 first on an active set of values only, grown by the values whose ``g_x``

@@ -20,7 +20,7 @@ direction (``t = 0``) and for Mehrotra's corrector (``t = sigma mu - dp_aff dz_a
 ``sigma = (mu_aff / mu)^3``), where ``H = A diag(c / q^2) A^T`` is the Hessian of ``f``: dense
 Cholesky on dense channels, banded Cholesky on window channels (``H`` couples two values only
 where their windows share an output).  Both ``p`` and ``z`` take 0.99 of the longest step that
-keeps them positive.  Unlike the primal barrier (``mle._newton``), whose decrement stops it
+keeps them positive.  Unlike the primal barrier (``_newton._newton``), whose decrement stops it
 where a value with little mass and a large ``g`` moves the likelihood by hundredths of a nat,
 the slack ``z`` carries each value's own optimality condition, so every iteration acts on all
 of them.
@@ -71,23 +71,27 @@ def _ipm_affordable(k: int, m: int, dense: bool, width: int = 0) -> bool:
     return _ipm_flops(k, m, dense, width) <= _IPM_FLOPS
 
 
+def _row_spans(coo):
+    """The first and last column of each row of a COO matrix (``max int64`` / ``-1`` for empty rows)."""
+    lo = np.full(coo.shape[0], np.iinfo(np.int64).max)
+    hi = np.full(coo.shape[0], -1)
+    np.minimum.at(lo, coo.row, coo.col)
+    np.maximum.at(hi, coo.row, coo.col)
+    return lo, hi
+
+
 def _band_width(A) -> int:
     """Superdiagonals of ``A A^T`` for a sparse ``A`` whose rows reach contiguous runs of outputs
     (a window channel): rows ``x < x'`` couple when the first output of ``x'`` is at most the last
     of ``x``.  ``O(nnz)``."""
     coo = sp.coo_array(A)
-    k = A.shape[0]
     if coo.nnz == 0:
         return 0
-    lo = np.full(k, np.iinfo(np.int64).max)
-    hi = np.full(k, -1)
-    np.minimum.at(lo, coo.row, coo.col)
-    np.maximum.at(hi, coo.row, coo.col)
-    has = hi >= 0
-    rows = np.flatnonzero(has)
+    lo, hi = _row_spans(coo)
+    rows = np.flatnonzero(hi >= 0)
     order = rows[np.argsort(lo[rows], kind="stable")]
     if not np.all(np.diff(order) > 0):  # the rows' windows are not in the values' order: no band
-        return k - 1
+        return A.shape[0] - 1
     reach = np.searchsorted(lo[order], hi[order], side="right") - 1  # last row (in order) each one meets
     return int(max(0, (order[np.minimum(reach, order.size - 1)] - order).max()))
 
@@ -124,7 +128,7 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, de
     the barrier weight at which a point that far from the optimum is central.  Measured from EM's
     iterate after 600 evaluations: 3-13 iterations where the uniform start took 9-22 (one case 19
     against 16), every one certified.
-    Returns ``(p, steps, converged, gap)`` as ``mle._newton``: ``gap`` the certificate
+    Returns ``(p, steps, converged, gap)`` as ``_newton._newton``: ``gap`` the certificate
     ``n log max_x g_x`` (nats) of the normalized iterate, and ``p`` that iterate, or one EM step
     beyond it with ``step`` (EM raises the likelihood, so the certificate still bounds its gap).
     Gives up (not converged, the best iterate so far) after ``max_steps`` iterations, when a

@@ -311,6 +311,12 @@ _IPM_DIRECT_DENSE = 0.25
 _IPM_BUDGET = 30.0
 
 
+def _ipm_fits(model) -> bool:
+    """Whether an interior-point iteration on ``model`` is affordable (``_ipm._ipm_affordable``, the
+    window's width from the stored entries)."""
+    return _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1))
+
+
 def _ipm_column(model, CT, n, j, tol, deadline=math.inf):
     """``_ipm._ipm`` on column ``j`` of ``CT`` with the exact products on its observed outputs (the
     banded Gram by FFT where the channel has FFT products).  Returns ``(p on all k values, converged,
@@ -355,7 +361,7 @@ def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
     first that does not); else ``None`` (the caller's solvers run).  Returns ``(P (k x len(cols)),
     converged, gaps)``."""
     limit = _IPM_DIRECT if limit is None else limit
-    if not _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1)):
+    if not _ipm_fits(model):
         return None
     cols = np.arange(CT.shape[1]) if cols is None else np.asarray(cols)
     P = np.zeros((model.k, cols.size))
@@ -381,7 +387,7 @@ def _ipm_finish(model, CT, n, P, conv, gaps, tol):
     """``_ipm`` on the columns left above ``tol``, within :data:`_IPM_BUDGET` seconds; ``P``, ``conv``,
     ``gaps`` updated in place where it certifies a smaller gap."""
     left = np.flatnonzero(~conv)
-    if not left.size or not _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1)):
+    if not left.size or not _ipm_fits(model):
         return
     Pl, cl, gl, tried = _ipm_refits(model, CT, n, left, tol, _IPM_BUDGET)
     better = tried & (gl < gaps[left])

@@ -276,7 +276,7 @@ class _Conv:
         inverse FFTs (the spectra of ``u_d`` are computed once).  The end outputs add their exact
         sparse product.  Returns ``ab`` (``s x k``) with ``ab[s - 1 + x - y, y] = M[x, y]`` for ``x <= y``
         (``scipy.linalg.solveh_banded``'s upper form).  Used by Newton's step
-        (``mle._newton``), whose result is checked by the exact certificate.
+        (``_newton._newton``), whose result is checked by the exact certificate.
         """
         k, s = self.k, self.s
         if getattr(self, "_U", None) is None:

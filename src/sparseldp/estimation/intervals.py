@@ -175,7 +175,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
       ``0.95 p_hat + 0.05 / k`` (EM cannot revive values with mass 0), stopped at
       a certified gap of ``tol`` nats (default 0.5; a first fit uses 0.01).  On small
       channels (about 200 values or fewer) EM runs 100 evaluations and Newton
-      (``mle._newton``) certifies the replicates it left above ``tol``, column by
+      (``_newton._newton``) certifies the replicates it left above ``tol``, column by
       column: EM's tail is slow where the MLE has zeros, Newton's steps are cheap there.  On
       larger channels where ``p_hat`` is sparse, the refits start from ``p_hat`` on active sets
       of values grown from its support: all replicates in one batched EM where ``p_hat`` has mass

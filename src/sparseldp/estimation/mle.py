@@ -5,6 +5,7 @@
   Newton method (:func:`_newton`) when that is predicted cheaper or EM stalls;
   all judged by the certified log-likelihood gap ``n log max_x g_x``.
 * :func:`_newton_cost` and the constants below: the switching rule's costs.
+* the barrier Newton itself (``_newton``, with its linear solves) is in :mod:`sparseldp.estimation._newton`.
 
 The solvers take ``A``, the column-scaled channel restricted to the observed
 outputs (``k`` rows; sparse CSR or dense), its transpose ``AT`` and the nonzero
@@ -18,11 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
-from ._ipm import _band_width, _ipm, _ipm_affordable, _ipm_flops
+from ._ipm import _band_width, _ipm, _ipm_affordable, _ipm_flops, _row_spans
+from ._newton import _newton
 from .solvers import _squarem
 
 
@@ -118,116 +118,6 @@ def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
             p, q = pe, qe
         else:
             p, q = p2, q2
-
-
-def _banded_solve(band, w, diag, rhs):
-    """Solve ``(Q diag(w) Q^T + diag(diag)) x = rhs`` by banded Cholesky, ``band(w)`` giving the first term
-    in upper banded storage; ``None`` when the matrix is not numerically positive definite."""
-    ab = band(w)
-    ab[-1] += diag
-    try:
-        sol = sla.solveh_banded(ab, rhs, check_finite=False)
-    except np.linalg.LinAlgError:
-        return None
-    return sol if np.all(np.isfinite(sol)) else None
-
-
-def _matrix_solve(A, AT, w, diag, rhs, dense):
-    """Solve ``(A diag(w) A^T + diag(diag)) x = rhs``: dense LU, or sparse LU in natural order (banded
-    for window channels); ``None`` when the matrix is singular.
-
-    The dense matrix is ``W W^T`` with ``W = A diag(sqrt w)``: numpy computes a product of an array
-    with its own transpose by a symmetric rank-k update (half the work of the general product;
-    32 against 52 ms on 1,000 x 1,700).  SciPy's Cholesky was not used: its BLAS is a second
-    OpenBLAS, and alternating the two libraries' thread pools made whole fits slower.
-    """
-    if dense:
-        W = A * np.sqrt(w)[None, :]
-        M = W @ W.T
-        M[np.diag_indices(A.shape[0])] += diag
-        try:
-            return np.linalg.solve(M, rhs)
-        except np.linalg.LinAlgError:
-            return None
-    M = sp.csc_array(A @ sp.diags_array(w) @ AT + sp.diags_array(diag))
-    try:
-        return spla.splu(M, permc_spec="NATURAL").solve(rhs)
-    except RuntimeError:
-        return None
-
-
-def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, step=True):
-    r"""Primal log-barrier interior-point Newton method for the same MLE.
-
-    Maximizes ``F_mu(p) = sum_y c_y log (Q^T p)_y + mu sum_x log p_x`` on
-    ``sum p = 1`` for ``mu`` decreasing tenfold, each by damped Newton steps on
-    the KKT system ``[M 1; 1^T 0]`` with ``M = Q diag(c/q^2) Q^T + mu diag(1/p^2)``
-    (banded for window channels: sparse LU in natural order).  At the barrier
-    optimum ``g_x = (nu - mu/p_x)/n <= 1 + k mu / n``, so the certificate
-    ``n log max g <= k mu``; the same certificate as EM is checked on the
-    iterate, so nothing is taken on trust.  Returns (p, steps, converged, gap).
-
-    ``band``: optional ``w -> Q diag(w) Q^T`` in upper banded storage
-    (``_toeplitz._Conv.gram_band``, by FFT for a window channel); the system is
-    then solved by banded Cholesky (``M`` is symmetric positive definite), with the
-    sparse LU as the fallback should Cholesky fail.  Measured on a 1,000-value channel
-    with a window of 275: 12 ms a step against 125 ms for the sparse product and LU.
-    """
-    k = A.shape[0]
-    theta = 1e-3
-    p = (1.0 - theta) * p_start + theta / k
-    p /= p.sum()
-    mu = max(gap_start, tol) / k
-    ones = np.ones(k)
-    best = None
-    steps = 0
-
-    def F(p, mu):
-        q = AT @ p
-        if np.any(q <= 0) or np.any(p <= 0):
-            return -math.inf, q
-        return float(c @ np.log(q)) + mu * float(np.log(p).sum()), q
-
-    Fv, q = F(p, mu)
-    while steps < max_steps:
-        for _ in range(50):
-            steps += 1
-            w = c / (q * q)
-            G = A @ (c / q) + mu / p
-            rhs = np.column_stack([G, ones])
-            sol = _banded_solve(band, w, mu / (p * p), rhs) if band is not None else None
-            if sol is None:
-                band = None  # not numerically positive definite (or no band): the matrix solve from here on
-                sol = _matrix_solve(A, AT, w, mu / (p * p), rhs, dense)
-                if sol is None:
-                    break
-            a, b = sol[:, 0], sol[:, 1]
-            d = a - (a.sum() / b.sum()) * b
-            dec = float(G @ d)  # predicted increase x 2 of F_mu along the Newton step
-            if not np.isfinite(dec) or dec <= 0.05 * tol or steps >= max_steps:
-                break
-            neg = d < 0
-            alpha = min(1.0, 0.99 * float(np.min(-p[neg] / d[neg]))) if neg.any() else 1.0
-            while alpha > 1e-12:
-                pn = p + alpha * d
-                Fn, qn = F(pn, mu)
-                if Fn >= Fv + 0.1 * alpha * dec:
-                    break
-                alpha *= 0.5
-            else:
-                break  # no progress possible at this mu (numerical floor)
-            p, q, Fv = pn, qn, Fn
-        g = (A @ (c / q)) / n
-        gap = n * math.log(max(float(g.max()), 1e-300))
-        if best is None or gap < best[1]:
-            best = (p * g if step else p.copy(), gap)
-        if gap <= tol:
-            return best[0], steps, True, max(gap, 0.0)
-        if k * mu < 1e-3 * tol:
-            break  # the barrier is negligible: further mu cannot help
-        mu /= 10.0
-        Fv, q = F(p, mu)
-    return best[0], steps, False, best[1]
 
 
 def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True):
@@ -395,10 +285,7 @@ def _newton_cost(A, dense: bool) -> float:
     coo = sp.coo_array(A)
     if coo.nnz == 0:
         return 0.0
-    lo = np.full(A.shape[0], np.iinfo(np.int64).max)
-    hi = np.full(A.shape[0], -1)
-    np.minimum.at(lo, coo.row, coo.col)
-    np.maximum.at(hi, coo.row, coo.col)
+    lo, hi = _row_spans(coo)
     # rows x and x' couple in M when their column spans overlap: bandwidth in rows
     order = np.argsort(lo, kind="stable")
     reach = np.searchsorted(lo[order], hi[order], side="right") - np.arange(k)

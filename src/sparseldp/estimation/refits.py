@@ -22,7 +22,8 @@ from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks
 from ._em_members import _flow_fits
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
-from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle, _newton
+from ._newton import _newton
+from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
 from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares,
                       project_simplex)
 
@@ -298,7 +299,7 @@ def _active_pays(model, p_hat) -> bool:
 
 
 def _newton_finish(exact, CT, n, P, conv, gaps, tol):
-    """Newton (``mle._newton`` on the dense exact products) from every column of ``P`` that EM left
+    """Newton (``_newton._newton`` on the dense exact products) from every column of ``P`` that EM left
     above ``tol``; ``P``, ``conv``, ``gaps`` updated in place where Newton certified a smaller gap."""
     A, AT = exact
     for j in np.flatnonzero(~conv):
