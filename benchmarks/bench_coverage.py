@@ -66,6 +66,9 @@ REAL = ("doctor visits (RAND)", "education years (RAND)", "health index (RAND)")
 SHAPES = REAL if os.environ.get("SPARSELDP_COVERAGE_SHAPES") == "real" else SYNTHETIC
 KINDS = ("span", "hull", "basic", "percentile")
 FAMILY = os.environ.get("SPARSELDP_COVERAGE_FAMILY", "laplace")
+# SPARSELDP_COVERAGE_FEWER=50,100: also score the span on the first 50 and the first 100 of the B replicates
+# (kinds "span B=50", ...): the same repetitions and fits, so the rows show what fewer replicates cost
+FEWER = tuple(int(b) for b in os.environ.get("SPARSELDP_COVERAGE_FEWER", "").split(",") if b.strip())
 STATS = (("mean", {}), ("median", {"q": 0.5}), ("p90", {"q": 0.9}), ("range30-50", {"a": 30, "b": 50}),
          ("median-interp", {"q": 0.5, "method": "interpolated"}),
          ("p90-interp", {"q": 0.9, "method": "interpolated"}), ("var", {}), ("cdf60", {"x": 60}))
@@ -139,7 +142,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     truth = _truth(p, stat_list)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
     robust = method.endswith("-robust")
-    kinds = KINDS + (("own",) if robust else ())  # "own": the estimate's own span, without the MLE's
+    kinds = KINDS + (("own",) if robust else ()) + tuple(f"span B={b}" for b in FEWER if b < B)
     res = {name: {kind: [] for kind in kinds} for name, _ in (*stat_list, ("each value", {}))}
     times = []
     for _ in range(reps):
@@ -153,13 +156,22 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
             bs = bootstrap(est, mech, B=B, rng=gen, robust=robust)
             times.append(time.perf_counter() - t0)
         own = dataclasses.replace(bs, reference=None)
+        fewer = {f"span B={b}": dataclasses.replace(
+            bs, replicates=bs.replicates[:b],
+            reference=None if bs.reference is None else dataclasses.replace(bs.reference,
+                                                                            replicates=bs.reference.replicates[:b]))
+            for b in FEWER if b < B}
+
+        def which(kind):
+            return (own, "span") if kind == "own" else (fewer[kind], "span") if kind in fewer else (bs, kind)
+
         for name, kw in stat_list:
             for kind in kinds:
-                b, k = (own, "span") if kind == "own" else (bs, kind)
+                b, k = which(kind)
                 lo, hi = b.interval(_stat_of(name), 0.95, kind=k, **kw)
                 res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
         for kind in kinds:  # every frequency: which values are covered (scored over values below)
-            b, k = (own, "span") if kind == "own" else (bs, kind)
+            b, k = which(kind)
             lo, hi = b.interval("p", 0.95, kind=k)
             res["each value"][kind].append(((lo <= p) & (p <= hi), hi - lo))
     return res, times

@@ -232,6 +232,23 @@ def test_bootstrap_deterministic_for_a_seed(est):
     assert not np.array_equal(a.replicates, c.replicates)
 
 
+def test_bootstrap_reuses_the_fit_s_model_and_gets_the_same_replicates(est):
+    """The estimate keeps its fit's channel model for the bootstrap (a cache: same replicates without it,
+    dropped by pickling, and not used for another mechanism)."""
+    import pickle
+
+    from sparseldp.estimation import model as model_mod
+
+    kept = est._channel_model[1]
+    assert model_mod.model_for(est, SparseLaplace(lam=MECH.lam, s=MECH.s)) is kept  # an equal mechanism
+    assert model_mod.model_for(est, SparseLaplace(lam=MECH.lam, s=MECH.s + 2)) is not kept
+    bare = pickle.loads(pickle.dumps(est))
+    assert bare == est and not hasattr(bare, "_channel_model")
+    a = boot.bootstrap(est, MECH, B=30, rng=4)
+    b = boot.bootstrap(bare, MECH, B=30, rng=4)
+    np.testing.assert_array_equal(a.replicates, b.replicates)
+
+
 def test_bootstrap_intervals_shrink_with_n():
     widths = []
     for n in (5_000, 80_000):

@@ -80,6 +80,10 @@ _MIN_NNZ = 200_000
 # (5,000) 5.3 / 4.0 against 4.8 / 3.1.
 _MIN_NNZ_BATCH = 20_000
 _BATCH_ROWS = 16
+# em_rows renormalizes its rows every this many steps (the EM map ignores their scale; rounding drifts it).
+_RENORMALIZE = 32
+# The exact end columns go dense in em_rows when they have at most this many entries (values x outputs).
+_DENSE_EDGE = 2_000_000
 
 
 _LOCAL = threading.local()
@@ -104,15 +108,20 @@ class _Conv:
         self.k = k
         self.s = w_rel.size
         self.m = k + self.s - 1
-        self.L = sfft.next_fast_len(self.m, real=True)
         self.w_rel = w_rel
-        self.W = sfft.rfft(w_rel, self.L)
-        self.Wc = np.conj(self.W)
         self.obs = obs
         at_edge = f[obs] > _EDGE_SCALE  # the ends whose scale f_j is too large for the FFT's roundoff
         self.i_edge = np.flatnonzero(at_edge)  # positions in obs of the end columns (exact, sparse)
         self.i_mid = np.flatnonzero(~at_edge)
         self.mid = obs[self.i_mid]
+        # the FFT length from the outputs that go through the FFT when all are observed (a function of the
+        # channel alone, so products on a subset of outputs are those on all, bit for bit)
+        through = np.flatnonzero(f <= _EDGE_SCALE)
+        self.L = _fft_length(k, self.s, through)
+        # the FFT outputs that may be read (no wrap-around there): the floor is relative to their largest
+        self.span = slice(int(through[0]), int(through[-1]) + 1) if through.size else slice(0, 0)
+        self.W = sfft.rfft(w_rel, self.L)
+        self.Wc = np.conj(self.W)
         f_mid = f[self.mid]
         self.f_mid = None if np.all(f_mid == 1.0) else f_mid  # the column scales of the FFT outputs
         cols = obs[self.i_edge]
@@ -145,7 +154,7 @@ class _Conv:
         one = P.ndim == 1
         X = P[None, :] if one else np.ascontiguousarray(P.T)  # FFTs along contiguous rows (no copy for F order)
         Z = self._fft(X, self.W, self.m)
-        floor = _REL_FLOOR * Z.max(axis=1, keepdims=True)
+        floor = _REL_FLOOR * Z[:, self.span].max(axis=1, keepdims=True, initial=0.0)
         out = np.empty((X.shape[0], self.obs.size))
         if isinstance(self.i_mid_ix, slice):
             np.maximum(Z[:, self.mid_ix], floor, out=out[:, self.i_mid_ix])
@@ -161,7 +170,7 @@ class _Conv:
         """``S R`` for ``R`` on the observed outputs, ``(len(obs),)`` or ``(len(obs), b)``."""
         one = R.ndim == 1
         X = R[None, :] if one else np.ascontiguousarray(R.T)
-        full = np.zeros((X.shape[0], self.m))
+        full = np.zeros((X.shape[0], self.L))  # the inputs on the middle outputs, zero-padded to L
         full[:, self.mid_ix] = X[:, self.i_mid_ix]
         if self.f_mid is not None:
             full[:, self.mid_ix] *= self.f_mid
@@ -213,6 +222,15 @@ class _Conv:
         p = xp[:, :k]
         p[...] = P
         C = np.asarray(C, dtype=float)
+        # the factor 1 / n goes into the counts (g = S (c / q) / n sums to 1 against p): each step is then
+        # p *= g alone; without inv_n, each row's own total, and the rows renormalized every
+        # _RENORMALIZE steps (every step where observe reads them) against drift
+        if scale is None:
+            total = C.sum(axis=1)
+            C = C * (1.0 / np.where(total > 0, total, 1.0))[:, None]
+        else:
+            C = C * np.asarray(scale, dtype=float)
+        renormalize = 1 if observe is not None else _RENORMALIZE
         mid_slice = isinstance(self.mid_ix, slice)
         Cm = C[:, self.i_mid_ix].astype(dtype)
         Rm = xr[:, self.mid_ix] if mid_slice else np.zeros_like(Cm)
@@ -232,6 +250,9 @@ class _Conv:
                 edges = seen.size > 0
         has_e = Ce > 0
         Re = np.zeros_like(Ce)
+        if edges and E.shape[0] * E.shape[1] <= _DENSE_EDGE:  # small: dense products (BLAS), not sparse ones
+            E = E.toarray()
+            ET = np.ascontiguousarray(E.T)
         Q = None if observe is None else np.empty((b, self.obs.size))  # reused: observe reads it at once
         for t in range(steps + 1):
             if t == steps and observe is None:
@@ -239,11 +260,11 @@ class _Conv:
             F = sfft.rfft(xp, axis=1, workers=workers)
             F *= W
             Z = sfft.irfft(F, L, axis=1, workers=workers)
-            floor = rel_floor * Z[:, :m].max(axis=1, keepdims=True)
+            floor = rel_floor * Z[:, self.span].max(axis=1, keepdims=True)
             Zm = Z[:, self.mid_ix]
             np.maximum(Zm, floor, out=Zm)  # > 0: a ratio with no count is 0
             if edges:
-                Qe = (ET @ p[:, rows].T.astype(float)).T
+                Qe = p[:, rows].astype(float) @ E if isinstance(E, np.ndarray) else (ET @ p[:, rows].T.astype(float)).T
             if observe is not None:
                 Q[:, self.i_mid_ix] = Zm if self.f_mid is None else Zm * self.f_mid
                 Q[:, self.i_edge] = Qe
@@ -259,11 +280,12 @@ class _Conv:
             G = sfft.irfft(F, L, axis=1, workers=workers)[:, :k]
             np.maximum(G, 0.0, out=G)
             if edges:
-                G[:, rows] += (E @ Re.T).T
+                G[:, rows] += Re @ ET if isinstance(E, np.ndarray) else (E @ Re.T).T
             p *= G
-            p *= scale if scale is not None else 1.0 / p.sum(axis=1, keepdims=True)
+            if scale is None and (t + 1) % renormalize == 0:
+                p *= 1.0 / p.sum(axis=1, keepdims=True)
         out = p.astype(np.float64)
-        if single and scale is None:  # the rows sum to 1 in double too
+        if scale is None:  # the rows sum to 1 (in double too)
             out /= out.sum(axis=1, keepdims=True)
         return out
 
@@ -285,7 +307,7 @@ class _Conv:
             for d in range(s):
                 U[d, d:] = w_rel[d:] * w_rel[: s - d]
             self._U = np.conj(sfft.rfft(U, self.L, axis=1))
-        full = np.zeros(self.m)
+        full = np.zeros(self.L)
         full[self.mid] = w[self.i_mid] if self.f_mid is None else w[self.i_mid] * self.f_mid ** 2
         Z = sfft.irfft(self._U * sfft.rfft(full, self.L)[None, :], self.L, axis=1)[:, :k]
         ab = np.zeros((s, k))
@@ -297,6 +319,22 @@ class _Conv:
             up = r <= c
             np.add.at(ab, (s - 1 + r[up] - c[up], c[up]), Me.data[up])
         return ab
+
+
+def _fft_length(k: int, s: int, mid: np.ndarray) -> int:
+    r"""The FFT length for products whose outputs through the FFT are ``mid`` (sorted, in ``0..m-1``).
+
+    A circular convolution of length ``L`` adds the linear convolution's output ``j + L`` to output
+    ``j``.  The outputs read, ``a <= j < b`` (``a, b`` the ends of ``mid``), stay clean when
+    ``L >= m - a`` and ``L >= b``; the correlation back onto the values ``0..k-1`` from inputs on
+    ``a..b-1`` then stays clean too (a negative index ``x >= a - s + 1`` wraps to ``x + L >= k``).
+    So ``L`` is the next fast length from ``max(k, m - a, b)``, not from ``m``: the end outputs
+    handled exactly (:data:`_EDGE_SCALE`) need no room.  A window of 275 on 10^4 values: 10,240
+    (2^11 5) instead of 10,368 (2^7 3^4), 9 % less time per transform.
+    """
+    m = k + s - 1
+    need = m if mid.size == 0 else max(k, m - int(mid[0]), int(mid[-1]) + 1)
+    return sfft.next_fast_len(need, real=True)
 
 
 def _as_slice(ix: np.ndarray):

@@ -19,7 +19,7 @@ from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
 from .auto import _fit_auto
-from .model import _Model, _model, check_exact_domain
+from .model import _Model, _model, check_exact_domain, keep_model
 from .intervals import bootstrap, statistic
 from .mle import _mle
 from .stats import _check_dist
@@ -101,6 +101,12 @@ class FrequencyEstimate(ReadOnlyArrays):
         object.__setattr__(self, "n", check_int(self.n, "n", minimum=1))
         if self.counts is not None:
             object.__setattr__(self, "counts", frozen_array(self.counts))
+
+    def __getstate__(self):
+        # the channel model a fit keeps for the bootstrap (model.keep_model) is a cache: never pickled or copied
+        state = dict(self.__dict__)
+        state.pop("_channel_model", None)
+        return state
 
     @property
     def values(self) -> np.ndarray:
@@ -280,7 +286,7 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto",
         else:
             est = _fit(model, c_all, method, tol, max_iter, smooth)
     c_all.setflags(write=False)  # model.counts_of's own float array (never the caller's), kept on the estimate
-    return dataclasses.replace(est, counts=c_all)
+    return keep_model(dataclasses.replace(est, counts=c_all), mechanism, model)
 
 
 def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=None, max_iter=_DEFAULT_MAX_ITER,

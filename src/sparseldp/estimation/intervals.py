@@ -111,7 +111,7 @@ import numpy as np
 from .._rng import simulation_generator
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
-from .model import _model
+from .model import model_for
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .replicates import Bootstrap, _check_level
 
@@ -276,7 +276,7 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     if precision not in ("single", "double"):
         raise ValueError(f"precision must be 'single' or 'double'; got {precision!r}")
     gen = simulation_generator(rng)
-    model = _model(mechanism, estimate.domain)
+    model = model_for(estimate, mechanism)  # the fit's own, where the estimate kept it
     p_hat = np.asarray(estimate.p, dtype=float)
     if p_hat.shape != (model.k,):
         raise ValueError(f"estimate.p must have {model.k} entries for the domain {estimate.domain}; "

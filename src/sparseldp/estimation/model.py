@@ -236,6 +236,32 @@ def check_exact_domain(domain) -> tuple[int, int]:
     return lo, hi
 
 
+# An estimate keeps its fit's model for its bootstrap when the model holds at most this many channel entries
+# (about 60 MB sparse): building it again costs 0.3-0.5 s on 10^4 values under a window of 275.
+_KEEP_NNZ = 5_000_000
+
+
+def keep_model(estimate, mechanism, model: _Model):
+    """Attach ``model`` (built for ``mechanism``) to ``estimate`` as a cache for :func:`model_for`, if it
+    is small enough (:data:`_KEEP_NNZ`); the estimate drops it when pickled or copied."""
+    if model.nnz <= _KEEP_NNZ:
+        object.__setattr__(estimate, "_channel_model", (mechanism, model))
+    return estimate
+
+
+def model_for(estimate, mechanism) -> _Model:
+    """The model of ``mechanism`` on ``estimate.domain``: the one the estimate's fit built when it kept it
+    (:func:`keep_model`) for this very mechanism (the same object, or an equal mechanism on Z), else a new one."""
+    kept = getattr(estimate, "_channel_model", None)
+    if kept is not None:
+        mech, model = kept
+        same = mech is mechanism or (isinstance(mechanism, RadiusMechanism) and type(mech) is type(mechanism)
+                                     and mech == mechanism)
+        if same and (model.lo, model.hi) == tuple(estimate.domain):
+            return model
+    return _model(mechanism, estimate.domain)
+
+
 def _model(mechanism, domain) -> _Model:
     if isinstance(mechanism, RadiusMechanism):
         if domain is None:
