@@ -211,7 +211,7 @@ class _Conv:
         dtype = np.dtype(dtype)
         if dtype not in (np.float64, np.float32):
             raise ValueError(f"dtype must be float64 or float32; got {dtype}")
-        b, k, m, L = P.shape[0], self.k, self.m, self.L
+        b, k, L = P.shape[0], self.k, self.L
         single = dtype == np.float32
         W, Wc = (self.W.astype(np.complex64), self.Wc.astype(np.complex64)) if single else (self.W, self.Wc)
         rel_floor = dtype.type(_REL_FLOOR_SINGLE if single else _REL_FLOOR)
