@@ -390,9 +390,7 @@ EM_CASE = (SparseLaplace(lam=0.3, s=31), 200)
 
 @pytest.fixture
 def fft_on(monkeypatch):
-    from sparseldp.estimation import model as model_module
-
-    monkeypatch.setattr(model_module, "FFT_MIN_NNZ", 0)
+    monkeypatch.setattr(_toeplitz, "_MIN_NNZ_BATCH", 0)
     monkeypatch.setattr(_toeplitz, "_MIN_NNZ", 0)
 
 
@@ -583,10 +581,8 @@ def test_small_channels_run_blas_in_one_thread(monkeypatch):
 def test_fused_em_run_is_the_em_map_on_the_exact_channel(lam, half, k, b, steps, subset, seed):
     """Identity: the fused FFT run (with its scaled ends and exact far ends) equals plain EM on the exact
     sparse channel, for any window, domain, batch, start and counts (FFT switched on at every size)."""
-    from sparseldp.estimation import model as model_module
-
-    saved = model_module.FFT_MIN_NNZ, _toeplitz._MIN_NNZ
-    model_module.FFT_MIN_NNZ, _toeplitz._MIN_NNZ = 0, 0
+    saved = _toeplitz._MIN_NNZ_BATCH, _toeplitz._MIN_NNZ
+    _toeplitz._MIN_NNZ_BATCH, _toeplitz._MIN_NNZ = 0, 0
     try:
         mech = SparseLaplace(lam=lam, s=2 * half + 1)
         model = _model(mech, (0, k - 1))
@@ -602,7 +598,7 @@ def test_fused_em_run_is_the_em_map_on_the_exact_channel(lam, half, k, b, steps,
         want = solvers._em_run(A, AT, P0, C, steps)
         assert np.allclose(got, want, rtol=1e-8, atol=1e-12 * float(want.max()))
     finally:
-        model_module.FFT_MIN_NNZ, _toeplitz._MIN_NNZ = saved
+        _toeplitz._MIN_NNZ_BATCH, _toeplitz._MIN_NNZ = saved
 
 
 @pytest.mark.parametrize("diag_sign", [1.0, -1.0])

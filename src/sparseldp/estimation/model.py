@@ -14,7 +14,8 @@ import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
 from ..core.mechanisms import RadiusMechanism
-from ._toeplitz import _MIN_NNZ_BATCH as FFT_MIN_NNZ, fft_pair, window_of
+from . import _toeplitz
+from ._toeplitz import fft_pair, window_of
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -80,7 +81,7 @@ class _Model:
         # only looked for where the FFT products could apply (large enough, at least for a batch of rows;
         # dense or not: a window wider than the domain makes the channel dense, and its products are then
         # the costliest)
-        self.log_window = window_of(logm.tocsr(), self.k) if self.nnz >= FFT_MIN_NNZ else None
+        self.log_window = window_of(logm.tocsr(), self.k) if self.nnz >= _toeplitz._MIN_NNZ_BATCH else None
         # offsets y - x of every stored entry (for the bias of the report)
         self._contiguous = bool(self.m == 0 or int(self.outputs[-1]) - int(self.outputs[0]) + 1 == self.m)
 
