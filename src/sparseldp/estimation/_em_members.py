@@ -108,8 +108,8 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
     ``D`` is ``-2`` times the log-likelihood plus a constant, and EM never lowers the likelihood, so
     ``D`` never rises from step to step; ``T`` moves slowly with the fit.  The stop is at least one step:
     the uniform start can already meet ``T`` (a flat truth), but it does not depend on the counts, and its
-    bootstrap would say nothing (every replicate the same); one EM step is the data's smoothest fit.  Both are computed (a
-    logarithm per column and output, and ``rest``'s product) at every step only for the first ``2 J``
+    bootstrap would say nothing (every replicate the same); one EM step is the data's smoothest fit.  Both are
+    computed (a logarithm per column and output, and ``rest``'s product) at every step only for the first ``2 J``
     steps (``J`` = :data:`_DEV_EVERY`), then every ``J`` steps and at the cap; a column found below
     its target at a check is rerun from the previous check, one step at a time, to its first step
     below (:func:`_first_below`).  The stops are those of a check at every step (up to rounding in

@@ -189,7 +189,8 @@ class _Conv:
         instead (the same in exact arithmetic; it keeps rounding from drifting).  ``observe(t, P, Q)``,
         if given, sees the rows ``P`` after ``t`` steps and their outputs ``Q = S^T P`` (``b x len(obs)``,
         as :meth:`conv` gives them; one buffer, overwritten at the next step) before each step and after
-        the last; the run stops when it returns true.  The arithmetic is that of :meth:`conv` and :meth:`corr`, fused for a long run of steps:
+        the last; the run stops when it returns true.  The arithmetic is that of :meth:`conv` and :meth:`corr`,
+        fused for a long run of steps:
         the zero-padded FFT inputs are kept from step to step (the padding is written once, the ratios
         ``r`` land in place), the column scales cancel in the FFT outputs (``f_j r_j = c_j / (w_rel * p)_j``,
         so they are applied only to the ``Q`` that ``observe`` sees), the end outputs' exact products

@@ -72,8 +72,8 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    with more than :data:`_MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
    and a window of 275): there its five fold fits would take about a minute
    (one MLE on 10^8 reports: 11.7 s, 65 banded Newton steps), so the path
-   ends at the discrepancy-stopped EM; ``"em"`` remains available explicitly.  The selection also leaves the MLE off when
-   the EM path has turned down: the held-out log-likelihood falls from 4 to 8
+   ends at the discrepancy-stopped EM; ``"em"`` remains available explicitly.  The selection also leaves the
+   MLE off when the EM path has turned down: the held-out log-likelihood falls from 4 to 8
    times the stop by more than :data:`_TURN_SE` standard errors.  The MLE is
    the limit of that same EM run, and the held-out fit of EM from a flat start
    rises and then falls (the classical early-stopping curve); once it falls the

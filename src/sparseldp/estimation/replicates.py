@@ -208,8 +208,8 @@ class Bootstrap(ReadOnlyArrays):
         level : float in (0, 1)
         kind : {"span", "hull", "basic", "percentile"}, optional
             See the docstring of :mod:`sparseldp.estimation.intervals`.  Default
-            ``"span"``: from the estimate to its bias-corrected value, ``z`` replicate standard deviations further out on
-            each side.  ``bench_coverage``, auto, smooth, bimodal and spiky
+            ``"span"``: from the estimate to its bias-corrected value, ``z`` replicate standard deviations
+            further out on each side.  ``bench_coverage``, auto, smooth, bimodal and spiky
             truths, three simulations: 92.5-97.5 % for the mean, range queries and
             the CDF, except one cell of the mean at 98.5 % (the hull's too);
             ``"basic"`` alone gave 77.5-93.5 % for range queries and
