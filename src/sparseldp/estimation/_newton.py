@@ -12,6 +12,28 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 
+class _Best:
+    """The best certified point of a solver's run: the certificate ``g = A (c / q) / n`` of a point, its gap
+    ``n log max g`` (nats), and the point with the lowest gap so far (with ``step``, one EM step beyond it:
+    ``p * g``)."""
+
+    def __init__(self, A, c, n: float, step: bool):
+        self.A, self.c, self.n, self.step = A, c, n, step
+        self.point, self.gap = None, math.inf
+
+    def offer(self, p, q) -> tuple[np.ndarray, float]:
+        """Certify ``p`` (with ``q = A^T p``), keep it if it is the best so far; ``(g, its gap)``."""
+        g = (self.A @ (self.c / q)) / self.n
+        gap = self.n * math.log(max(float(g.max()), 1e-300))
+        if self.point is None or gap < self.gap:
+            self.point, self.gap = (p * g if self.step else p.copy()), gap
+        return g, gap
+
+    def result(self, steps: int, converged: bool):
+        """``(p, steps, converged, gap)``, the solvers' return (a certified gap below 0 reported as 0)."""
+        return self.point, steps, converged, max(self.gap, 0.0) if converged else self.gap
+
+
 def _banded_solve(band, w, diag, rhs):
     """Solve ``(Q diag(w) Q^T + diag(diag)) x = rhs`` by banded Cholesky, ``band(w)`` giving the first term
     in upper banded storage; ``None`` when the matrix is not numerically positive definite."""
@@ -71,7 +93,7 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, s
     p /= p.sum()
     mu = max(gap_start, tol) / k
     ones = np.ones(k)
-    best = None
+    best = _Best(A, c, n, step)
     steps = 0
 
     def F(p, mu):
@@ -109,14 +131,11 @@ def _newton(A, AT, c, n, p_start, gap_start, tol, max_steps, dense, band=None, s
             else:
                 break  # no progress possible at this mu (numerical floor)
             p, q, Fv = pn, qn, Fn
-        g = (A @ (c / q)) / n
-        gap = n * math.log(max(float(g.max()), 1e-300))
-        if best is None or gap < best[1]:
-            best = (p * g if step else p.copy(), gap)
+        _, gap = best.offer(p, q)
         if gap <= tol:
-            return best[0], steps, True, max(gap, 0.0)
+            return best.result(steps, True)
         if k * mu < 1e-3 * tol:
             break  # the barrier is negligible: further mu cannot help
         mu /= 10.0
         Fv, q = F(p, mu)
-    return best[0], steps, False, best[1]
+    return best.result(steps, False)

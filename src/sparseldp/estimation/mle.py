@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._ipm import _band_width, _ipm, _ipm_affordable, _ipm_flops, _row_spans
-from ._newton import _newton
+from ._newton import _Best, _newton
 from .solvers import _squarem
 
 
@@ -162,7 +162,7 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True):
     k = A.shape[0]
     p = np.maximum(np.asarray(p_start, dtype=float), 0.0)
     S = np.flatnonzero(p > _ACTIVE_REL * p.max())
-    steps, best, stalls = 0, None, 0
+    steps, best, stalls = 0, _Best(A, c, n, step), 0
     left = np.zeros(k, bool)
     for _ in range(_ACTIVE_ROUNDS):
         S = _covering(A, p, S, dense)
@@ -188,13 +188,9 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True):
         stalls = 0 if inner else stalls + 1
         p = np.zeros(k)
         p[S] = ps
-        q = AST @ ps
-        g = (A @ (c / q)) / n
-        gap = n * math.log(max(float(g.max()), 1e-300))
-        if best is None or gap < best[1]:
-            best = (p * g if step else p.copy(), gap)
+        g, gap = best.offer(p, AST @ ps)
         if gap <= tol:
-            return best[0], steps, True, max(gap, 0.0)
+            return best.result(steps, True)
         if stalls >= _ACTIVE_STALLS:
             break  # the sets are not solved either: not a sparse problem; the full solver takes over
         outside = np.ones(k, bool)
@@ -214,7 +210,7 @@ def _active_newton(A, AT, c, n, p_start, tol, max_steps, dense, step=True):
         S = np.union1d(S[keep], add)
         p[add] = _ACTIVE_NEW * p.max()
         p /= p.sum()
-    return best[0], steps, False, best[1]
+    return best.result(steps, False)
 
 
 def _peaks(g):
