@@ -273,26 +273,40 @@ def _active_batch(model, CT, n, p_hat, tol):
     return out, conv, gaps
 
 
-def _active_solo(model, CT, n, p_hat, tol):
-    """``mle._active_newton`` on every column of ``CT`` (replicate counts on all outputs) from ``p_hat``,
-    with the exact products on the column's observed outputs; columns in blocks over threads, each with
-    one BLAS thread (the active sets' matrices are small).  Returns ``(P, converged, gaps)``."""
-    k, B = model.k, CT.shape[1]
+def _per_column(k: int, cols: np.ndarray, solve, budget: float = math.inf):
+    """``solve(j) -> (p on all k values, converged, gap)`` for each column ``j`` of ``cols``, in blocks over
+    threads (one BLAS thread each: the per-column systems are small), in order, until the time a block has
+    spent passes ``budget`` seconds.  Returns ``(P (k x len(cols)), converged, gaps, tried)``; the columns
+    not tried have ``tried`` False and ``gaps`` inf."""
 
     def run(r):
-        out = np.empty((k, r.stop - r.start))
-        conv, gaps = np.zeros(out.shape[1], bool), np.empty(out.shape[1])
+        out = np.zeros((k, r.stop - r.start))
+        conv, gaps, tried = np.zeros(out.shape[1], bool), np.full(out.shape[1], np.inf), np.zeros(out.shape[1], bool)
+        t0 = time.perf_counter()
         with one_blas_thread():
-            for i, j in enumerate(range(r.start, r.stop)):
-                nz = np.flatnonzero(CT[:, j] > 0)
-                A, AT = model.columns(nz)
-                out[:, i], _, conv[i], gaps[i] = _active_newton(A, AT, CT[nz, j], n, p_hat, tol, _NEWTON_STEPS,
-                                                                model.dense)
-        return out, conv, gaps
+            for i, j in enumerate(cols[r]):
+                if time.perf_counter() - t0 > budget:
+                    break
+                out[:, i], conv[i], gaps[i] = solve(j)
+                tried[i] = True
+        return out, conv, gaps, tried
 
-    parts = map_blocks(run, B, blocks_for(False, B))
-    return (np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts]),
-            np.concatenate([part[2] for part in parts]))
+    parts = map_blocks(run, cols.size, blocks_for(False, cols.size))
+    return tuple(np.concatenate([part[i] for part in parts], axis=1 if i == 0 else 0) for i in range(4))
+
+
+def _active_solo(model, CT, n, p_hat, tol):
+    """``mle._active_newton`` on every column of ``CT`` (replicate counts on all outputs) from ``p_hat``,
+    with the exact products on the column's observed outputs, column by column (:func:`_per_column`).
+    Returns ``(P, converged, gaps)``."""
+
+    def solve(j):
+        nz = np.flatnonzero(CT[:, j] > 0)
+        A, AT = model.columns(nz)
+        p, _, ok, gap = _active_newton(A, AT, CT[nz, j], n, p_hat, tol, _NEWTON_STEPS, model.dense)
+        return p, ok, gap
+
+    return _per_column(model.k, np.arange(CT.shape[1]), solve)[:3]
 
 
 # The interior-point MLE (_ipm._ipm) refits every replicate the batched active-set EM leaves where it
@@ -334,25 +348,9 @@ def _ipm_column(model, CT, n, j, tol, deadline=math.inf):
 
 
 def _ipm_refits(model, CT, n, cols, tol, budget=math.inf):
-    """``_ipm`` on the columns ``cols`` of ``CT`` in blocks over threads (one BLAS thread each), in
-    order, until the time spent passes ``budget`` seconds (per thread).  Returns ``(P (k x len(cols)),
-    converged, gaps, tried)``; the columns not tried have ``tried`` False, ``gaps`` inf."""
-    k = model.k
-
-    def run(r):
-        out = np.zeros((k, r.stop - r.start))
-        conv, gaps, tried = np.zeros(out.shape[1], bool), np.full(out.shape[1], np.inf), np.zeros(out.shape[1], bool)
-        t0 = time.perf_counter()
-        with one_blas_thread():
-            for i, j in enumerate(cols[r]):
-                if time.perf_counter() - t0 > budget:
-                    break
-                out[:, i], conv[i], gaps[i] = _ipm_column(model, CT, n, j, tol)
-                tried[i] = True
-        return out, conv, gaps, tried
-
-    parts = map_blocks(run, cols.size, blocks_for(False, cols.size))
-    return tuple(np.concatenate([part[i] for part in parts], axis=1 if i == 0 else 0) for i in range(4))
+    """``_ipm`` on the columns ``cols`` of ``CT`` (:func:`_per_column`: in blocks over threads, until the time
+    spent passes ``budget`` seconds per block).  Returns ``(P (k x len(cols)), converged, gaps, tried)``."""
+    return _per_column(model.k, np.asarray(cols), lambda j: _ipm_column(model, CT, n, j, tol), budget)
 
 
 def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
