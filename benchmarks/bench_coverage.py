@@ -36,6 +36,9 @@ Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
 ``SPARSELDP_COVERAGE_FAMILY=gaussian`` runs the same with ``design("gaussian", eps=1,
 delta=1e-6, H=5)`` (SparseGaussian(sigma=21.1, s=351): a kernel far wider than the
 Laplace one), a second setting for the choice of the default interval.
+``SPARSELDP_COVERAGE_FEWER=50,100`` also scores the span on the first 50 and the first 100 of each
+bootstrap's B replicates (kinds ``span B=50``, ``span B=100``): what fewer replicates cost, on the same
+repetitions and fits (the evidence for ``bootstrap``'s default B = 100).
 ``SPARSELDP_COVERAGE_SHAPES=real`` replaces the three shapes by three real columns
 (``bench_real.columns()``, which needs the bench extra's statsmodels): doctor visits
 (0..77, most at 0-2, a long tail), years of education (0..25, a spike at 12) and the

@@ -499,7 +499,7 @@ def test_estimate_warns_when_its_intervals_have_zero_width(tmp_path, capsys, mon
     monkeypatch.setattr(intervals, "_refit_replicates", same)
     rc, out, err = run(capsys, *argv)
     assert rc == 0, err
-    assert "warning: the 200 bootstrap refits (em steps=" in err and "are all the same distribution" in err
+    assert "warning: the 100 bootstrap refits (em steps=" in err and "are all the same distribution" in err
     assert (tmp_path / "e.csv").exists()
 
 

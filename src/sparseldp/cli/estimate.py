@@ -200,7 +200,7 @@ def estimate_command(
     truth_column: Annotated[Optional[str], typer.Option(
         "--truth-column", help="Column of --truth (default: --column).", show_default=False)] = None,
     boot: Annotated[int, typer.Option(
-        "--bootstrap", help=f"Bootstrap replicates for the intervals (0: none; at most {MAX_BOOT}).")] = 200,
+        "--bootstrap", help=f"Bootstrap replicates for the intervals (0: none; at most {MAX_BOOT}).")] = 100,
     robust: Annotated[bool, typer.Option(
         "--robust", help="Intervals that do not assume the distribution is as smooth as the estimate: the hull "
                          "of its bootstrap intervals and the MLE's (for heaped or rounded values; wider).")] = False,

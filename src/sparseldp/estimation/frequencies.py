@@ -137,7 +137,7 @@ class FrequencyEstimate(ReadOnlyArrays):
         """The estimated ``P(a <= X <= b)``."""
         return statistic(self, "range", ci=ci, level=level, a=a, b=b)
 
-    def bootstrap(self, mechanism, *, B=200, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single",
+    def bootstrap(self, mechanism, *, B=100, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single",
                   robust=False):
         """Parametric bootstrap of this estimate (:func:`sparseldp.estimation.intervals.bootstrap`).
 

@@ -149,7 +149,7 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
     return ci.point(stat, **kw), ci.interval(stat, level, kind=kind, **kw)
 
 
-def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None = None,
+def bootstrap(estimate, mechanism, *, B: int = 100, rng=None, smooth: int | None = None,
               tol: float | None = None, max_iter: int = 2_000, precision: str = "single",
               robust: bool = False) -> Bootstrap:
     r"""Parametric bootstrap of a :class:`~sparseldp.estimation.FrequencyEstimate`.
@@ -206,8 +206,17 @@ def bootstrap(estimate, mechanism, *, B: int = 200, rng=None, smooth: int | None
     mechanism : SparseLaplace, SparseGaussian or SparseChannel
         The mechanism that produced the reports (the one passed to the estimator).
     B : int >= 2
-        Number of replicates (200 gives 95 % intervals whose ends are the 5th and
-        195th order statistics).
+        Number of replicates.  The default interval (``kind="span"``) uses the replicates' mean and
+        standard deviation, whose Monte Carlo error shrinks as ``B^-1/2``: at ``B = 100`` the
+        standard deviation errs by about 7 % (5 % at 200), which costs a normal interval's coverage
+        about 0.2 points (0.1 at 200).  Measured (``bench_coverage``, auto, the Laplace setting, 200
+        repetitions, the span on the first 50 / 100 / all 200 replicates of the same bootstraps):
+        over the 27 cells (eight statistics and the per-value average, three truths) coverage moved
+        from ``B = 200`` to ``B = 100`` by -1.0 to +0.5 points (mean -0.2) and the mean widths by under
+        1 % (but for the bimodal median as a domain value, 0.090 -> 0.105: its interval is a set of
+        whole values); at ``B = 50`` by -1.5 to +1.0 points.  So the default is 100, half the refits of 200.
+        The percentile kinds (``"basic"``, ``"percentile"``, and ``"hull"``, which holds both) read
+        the 2.5 % and 97.5 % order statistics, which need more: ``B = 200`` or more for them.
     rng : None, int seed or numpy Generator
         Resampling randomness.  Simulation on already-privatized counts, with no
         privacy role: a seed makes the intervals reproducible.  ``None`` uses a
