@@ -863,3 +863,37 @@ def test_max_iter_caps_the_em_evaluations_and_auto_names_its_own_knob():
     msgs = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert msgs and all(msg.startswith(f"auto's refit of its choice ({est.regularization}): ") for msg in msgs)
     assert all(msg.endswith("; raise max_iter") for msg in msgs)  # tol is not auto's knob
+
+
+@given(family=st.sampled_from(["laplace", "gaussian"]), scale=st.floats(0.05, 30.0), half=st.integers(0, 60),
+       lo=st.integers(-10**6, 10**6), k=st.integers(1, 400))
+def test_the_model_of_a_mechanism_on_z_is_the_channel_s_model(family, scale, half, lo, k):
+    """_model builds a mechanism on Z from one row (_Model._of_window): the same arrays, bit for bit, as
+    the general construction from the domain's channel, for windows narrower and wider than the domain."""
+    from sparseldp.estimation.model import _Model, _model
+
+    mech = (SparseLaplace(lam=1.0 / scale, s=2 * half + 1) if family == "laplace"
+            else SparseGaussian(sigma=scale, s=2 * half + 1))
+    hi = lo + k - 1
+    fast = _model(mech, (lo, hi))
+    ref = _Model(mech.to_channel((lo, hi), "extended"), lo, hi, repr(mech))
+    assert (fast.k, fast.m, fast.nnz, fast.dense, fast._contiguous) == (ref.k, ref.m, ref.nnz, ref.dense, ref._contiguous)
+    np.testing.assert_array_equal(fast.outputs, ref.outputs)
+    np.testing.assert_array_equal(fast.log_cs, ref.log_cs)
+    if ref.dense:
+        np.testing.assert_array_equal(fast.S, ref.S)
+    else:
+        for name in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(fast.S, name), getattr(ref.S, name))
+    assert (fast.log_window is None) == (ref.log_window is None)
+    if ref.log_window is not None:
+        np.testing.assert_array_equal(fast.log_window, ref.log_window)
+
+
+def test_sliding_max_against_the_windows():
+    from sparseldp.estimation.model import _sliding_max
+
+    rng = np.random.default_rng(0)
+    for n, w in [(1, 1), (5, 1), (5, 5), (17, 4), (40, 7), (64, 8)]:
+        a = rng.standard_normal(n)
+        np.testing.assert_array_equal(_sliding_max(a, w), [a[j:j + w].max() for j in range(n - w + 1)])

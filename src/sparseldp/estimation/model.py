@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..channel import SparseChannel, check_domain
+from ..channel.validation import check_entries
 from ..core.mechanisms import RadiusMechanism
 from . import _toeplitz
 from ._toeplitz import fft_pair, window_of
@@ -22,6 +23,19 @@ from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 _DENSE_SHARE = 0.25
 # ... and it has at most this many entries (about 200 MB as float64).
 _DENSE_MAX = 25_000_000
+
+
+def _sliding_max(a: np.ndarray, w: int) -> np.ndarray:
+    """``max(a[j:j + w])`` for ``j = 0 .. len(a) - w``, in ``O(len(a))`` (van Herk / Gil-Werman: the
+    window meets at most two blocks of ``w``; the suffix maximum of the first and the prefix maximum of
+    the second).  Exact: maxima do not round."""
+    n = a.size
+    nb = -(-n // w)
+    b = np.concatenate([a, np.full(nb * w - n, -np.inf)]).reshape(nb, w)
+    pre = np.maximum.accumulate(b, axis=1).ravel()
+    suf = np.maximum.accumulate(b[:, ::-1], axis=1)[:, ::-1].ravel()
+    j = np.arange(n - w + 1)
+    return np.maximum(suf[j], pre[j + w - 1])
 
 
 class _Model:
@@ -84,6 +98,36 @@ class _Model:
         self.log_window = window_of(logm.tocsr(), self.k) if self.nnz >= _toeplitz._MIN_NNZ_BATCH else None
         # offsets y - x of every stored entry (for the bias of the report)
         self._contiguous = bool(self.m == 0 or int(self.outputs[-1]) - int(self.outputs[0]) + 1 == self.m)
+
+    @classmethod
+    def _of_window(cls, row_log: np.ndarray, lo: int, hi: int, label: str) -> "_Model":
+        """The model of a mechanism on Z (extended window) from its log-window ``row_log`` (the
+        ``s`` log-probabilities of one row, offsets ``-t..t``), in ``O(k s)`` without the sparse
+        conversions of ``__init__``: every row is ``row_log`` shifted, so a column's scale is the
+        largest of the offsets that reach it (:func:`_sliding_max`), and ``S`` is built in CSR
+        directly.  The same arrays as ``__init__`` on the channel (tested): the channel's rows are
+        copies of that one row, and the maxima and ``exp`` see the same numbers.  Measured (10^4 values,
+        a window of 275): 0.02-0.04 s against 0.3-0.65 s for ``__init__`` on the channel."""
+        self = object.__new__(cls)
+        self.lo, self.hi, self.k, self.label = lo, hi, hi - lo + 1, label
+        k, s = self.k, row_log.size
+        t = (s - 1) // 2
+        self.m = k + s - 1
+        self.outputs = np.arange(lo - t, hi + t + 1, dtype=np.int64)
+        # column j holds row_log[d] for the offsets d in j - k + 1 .. j that lie in 0..s-1
+        pad = np.full(k - 1, -np.inf)
+        colmax = _sliding_max(np.concatenate([pad, row_log, pad]), k)
+        self.log_cs = colmax
+        indices = (np.arange(k, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)[None, :]).ravel()
+        scaled = np.exp(np.tile(row_log, k) - colmax[indices])
+        S = sp.csr_array((scaled, indices, np.arange(k + 1, dtype=np.int64) * s), shape=(k, self.m))
+        S.has_sorted_indices = True
+        self.nnz = k * s
+        self.dense = self.nnz >= _DENSE_SHARE * k * self.m and k * self.m <= _DENSE_MAX
+        self.S = S.toarray() if self.dense else S
+        self.log_window = np.array(row_log, dtype=float) if self.nnz >= _toeplitz._MIN_NNZ_BATCH else None
+        self._contiguous = True
+        return self
 
     # -- matrices --------------------------------------------------------------
     def columns(self, idx):
@@ -271,8 +315,12 @@ def _model(mechanism, domain) -> _Model:
                 "the range of the true values"
             )
         lo, hi = check_exact_domain(domain)
-        ch = mechanism.to_channel((lo, hi), "extended")  # the protocol's conversion: any kernel
-        return _Model(ch, lo, hi, repr(mechanism))
+        # the protocol's conversion (any kernel), on one value: every row of the domain's channel is this
+        # row shifted (the extended window), so the model is built from it (_Model._of_window), after the
+        # domain channel's own size check (a domain within 2^53 keeps its outputs within int64)
+        check_entries(hi - lo + 1, mechanism.s, f"domain ({lo}, {hi}) with s = {mechanism.s}")
+        row = mechanism.to_channel((lo, lo), "extended")
+        return _Model._of_window(np.asarray(row.log_matrix.data, dtype=float), lo, hi, repr(mechanism))
     if isinstance(mechanism, SparseChannel):
         if domain is None:
             xs = np.sort(np.asarray(mechanism.inputs))
