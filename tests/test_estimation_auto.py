@@ -271,3 +271,40 @@ def test_the_one_nat_slack_keeps_the_smooth_member_where_the_se_is_tiny():
     choice = _choose(scores, H, spreads=spreads)
     assert choice[0] in ("stop", "classic") or choice == ("flow", 0)  # plain EM, stopped or at the cap
     assert _choose(scores, H, spreads=spreads, nats=0.0)[0] in ("flow", "mle")
+
+
+def test_the_ems_path_and_the_stopped_em_side_by_side_are_the_same_fits(monkeypatch):
+    """auto._regularized_fits runs its EMS path and its stopped EM in two threads on large sparse channels
+    (_parallel.concurrently): the same estimate, bit for bit, as one after the other."""
+    from sparseldp.estimation import ReportCounts, _model, auto, estimate_frequencies_full
+
+    mech, k = SparseLaplace(lam=0.1, s=275), 1000
+    model = _model(mech, (0, k - 1))
+    assert not model.dense
+    x = np.arange(k)
+    p = np.exp(-0.5 * ((x - 400) / 60.0) ** 2) + 0.5 * np.exp(-0.5 * ((x - 700) / 20.0) ** 2)
+    q = np.maximum(np.asarray(model.unscaled().T @ (p / p.sum())).ravel(), 0.0)
+    rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(2).multinomial(10**6, q / q.sum()))
+    fits, calls = {}, []
+    real = auto.concurrently
+    monkeypatch.setattr(auto, "concurrently", lambda *fns: calls.append(len(fns)) or real(*fns))
+    for side in (True, False):
+        monkeypatch.setattr(auto, "_SIDE_BY_SIDE_K", 0 if side else 10**9)
+        fits[side] = estimate_frequencies_full(rc, mech, domain=(0, k - 1))
+        assert bool(calls) == side  # the side-by-side run went through concurrently, the other did not
+        calls.clear()
+    assert fits[True].regularization == fits[False].regularization
+    np.testing.assert_array_equal(fits[True].p, fits[False].p)
+
+
+def test_concurrently_keeps_the_order_and_raises():
+    from sparseldp.estimation._parallel import concurrently
+
+    assert concurrently(lambda: 1, lambda: 2, lambda: 3) == [1, 2, 3]
+    assert concurrently() == []
+
+    def boom():
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        concurrently(lambda: 1, boom)

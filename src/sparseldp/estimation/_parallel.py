@@ -100,6 +100,23 @@ def map_blocks(fn, columns: int, blocks: int) -> list:
         return list(pool.map(run, parts))
 
 
+def concurrently(*fns) -> list:
+    """``[fn() for fn in fns]``, each in its own thread (with one FFT thread) when there are CPUs for it,
+    else one after the other: for independent computations on FFT or sparse products (not dense BLAS,
+    which is parallel already), such as ``auto``'s EMS path and its stopped EM (``auto._regularized_fits``).
+    The results are those of the sequential calls: nothing is shared but the read-only inputs."""
+    if len(fns) <= 1 or _cpus() <= 1:
+        return [fn() for fn in fns]
+
+    def run(fn):
+        with one_fft_thread():
+            return fn()
+
+    with ThreadPoolExecutor(len(fns)) as pool:
+        futures = [pool.submit(run, fn) for fn in fns]
+        return [f.result() for f in futures]
+
+
 def small_blas(k: int, m: int):
     """A context in which BLAS uses one thread when the channel (``k`` inputs, ``m`` outputs) has at most
     :data:`_SMALL_BLAS` entries (threadpoolctl, where installed; else it changes nothing).
