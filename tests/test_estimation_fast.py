@@ -642,3 +642,17 @@ def test_the_stop_is_reached_with_fewer_reports_than_values():
     q = (AT @ P) * scale
     dev = 2.0 * float(c[obs] @ np.log(c[obs] / (c.sum() * q)))
     assert dev > 1.5 * obs.size
+
+
+@given(rows=st.integers(1, 5), n=st.integers(2, 300), single=st.booleans(), seed=st.integers(0, 2**16))
+def test_direct_transforms_are_scipy_fft_s(rows, n, single, seed):
+    """_toeplitz's rfft / irfft (straight into scipy's pocketfft, checked at import) give scipy.fft's
+    results bit for bit, in the same precision."""
+    import scipy.fft as sfft
+
+    X = np.random.default_rng(seed).random((rows, n)).astype(np.float32 if single else np.float64)
+    F = _toeplitz._RFFT(X, 1)
+    G = sfft.rfft(X, axis=-1)
+    assert F.dtype == G.dtype and np.array_equal(F, G)
+    Y, Z = _toeplitz._IRFFT(F, n, 1), sfft.irfft(G, n, axis=-1)
+    assert Y.dtype == Z.dtype and np.array_equal(Y, Z)
