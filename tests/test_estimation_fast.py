@@ -111,6 +111,20 @@ def test_fused_em_steps_match_the_step_by_step_products(mech, k, subset):
     stopped = solvers._em_run(FA, FAT, P0, C, steps, None, observe)
     assert seen == [0, 1, 2, 3, 4]
     assert np.allclose(stopped, solvers._em_run(FA, FAT, P0, C, 4), rtol=1e-12, atol=0)
+    # an observe that names its next step is not called before it, and always sees the last one; fused and
+    # step by step (exact products) alike, with the same iterates as the runs that see every step
+    A, AT = model.columns(obs)
+    for ops in ((FA, FAT), (A, AT)):
+        seen.clear()
+
+        def skipping(t, P, Q, ops=ops):
+            assert np.allclose(Q, (ops[1] @ np.ascontiguousarray(P.T)).T, rtol=1e-9, atol=0)
+            seen.append(t)
+            return {0: 3, 3: False, 4: 6}.get(t, False)
+
+        got = solvers._em_run(*ops, P0, C, steps, None, skipping)
+        assert seen == [0, 3, 4, 6, 7]
+        assert np.allclose(got, solvers._em_run(*ops, P0, C, steps), rtol=1e-9, atol=0)
 
 
 @pytest.mark.parametrize("mech,k", CASES, ids=["laplace", "gaussian", "gaussian-dense"])

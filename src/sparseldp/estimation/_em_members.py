@@ -165,7 +165,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
         nonlocal wait, check_t, stop_t
         t = t0 + tl
         if t < wait:
-            return False
+            return wait - t0
         if checking() and t >= 1 and (t < 2 * _DEV_EVERY or t % _DEV_EVERY == 0 or t == cap):
             pending = np.flatnonzero(~np.logical_and.reduce(list(done.values())) & (where >= 0))
             dev = np.empty(b)
@@ -208,7 +208,8 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
                 return True  # rows whose members are all known: the run goes on without them
         if finished:
             stop_t = t
-        return finished
+            return True
+        return wait - t0  # the next step anything is due (the run's own count): nothing to see before
 
     P = np.full((b, k), 1.0 / k)
     while True:

@@ -89,6 +89,14 @@ _DENSE_EDGE = 2_000_000
 _LOCAL = threading.local()
 
 
+def _next_look(said, t: int):
+    """What an EM run's ``observe`` said after ``t`` steps: ``None`` to stop (true), else the next step
+    to call it at (``t + 1`` for false, or the step it gave, at least ``t + 1``)."""
+    if isinstance(said, (bool, np.bool_)) or said is None:
+        return None if said else t + 1
+    return max(int(said), t + 1)
+
+
 def _direct_transforms():
     """``(rfft, irfft)`` along the last axis of a 2-D array, straight into scipy's pocketfft module
     (``scipy.fft._pocketfft.pypocketfft``): without ``scipy.fft``'s dispatch and argument handling,
@@ -228,8 +236,9 @@ class _Conv:
         ``inv_n`` (``b``): the factor ``1 / n`` of each row; ``None``: each step is renormalized to sum 1
         instead (the same in exact arithmetic; it keeps rounding from drifting).  ``observe(t, P, Q)``,
         if given, sees the rows ``P`` after ``t`` steps and their outputs ``Q = S^T P`` (``b x len(obs)``,
-        as :meth:`conv` gives them; one buffer, overwritten at the next step) before each step and after
-        the last; the run stops when it returns true.  The arithmetic is that of :meth:`conv` and :meth:`corr`,
+        as :meth:`conv` gives them; one buffer, overwritten at the next step) before the first step and
+        after the last, and in between as it asks (``solvers._em_run``: true stops the run, false asks for
+        the next step, an integer names the next step it needs; ``Q`` is only assembled for it then).  The arithmetic is that of :meth:`conv` and :meth:`corr`,
         fused for a long run of steps:
         the zero-padded FFT inputs are kept from step to step (the padding is written once, the ratios
         ``r`` land in place), the column scales cancel in the FFT outputs (``f_j r_j = c_j / (w_rel * p)_j``,
@@ -304,6 +313,7 @@ class _Conv:
             E = E.toarray()
             ET = np.ascontiguousarray(E.T)
         Q = None if observe is None else np.empty((b, self.obs.size))  # reused: observe reads it at once
+        look = 0  # the next step observe sees (solvers._em_run: it may name a later one)
         for t in range(steps + 1):
             if t == steps and observe is None:
                 break
@@ -315,10 +325,11 @@ class _Conv:
             np.maximum(Zm, floor, out=Zm)  # > 0: a ratio with no count is 0
             if edges:
                 Qe = p[:, rows].astype(float) @ E if isinstance(E, np.ndarray) else (ET @ p[:, rows].T.astype(float)).T
-            if observe is not None:
+            if observe is not None and (t >= look or t == steps):  # Q only where observe reads it
                 Q[:, self.i_mid_ix] = Zm if self.f_mid is None else Zm * self.f_mid
                 Q[:, self.i_edge] = Qe
-                if observe(t, p, Q) or t == steps:
+                look = _next_look(observe(t, p, Q), t)
+                if look is None or t == steps:
                     break
             np.divide(Cm, Zm, out=Rm)  # f_j r_j = c_j / (f_j Z_j) * f_j
             if not mid_slice:

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .._validation import check_int, one_of
+from ._toeplitz import _next_look
 from .model import _Model
 
 #: The frequency estimators, ``estimate_frequencies(method=...)``; the bootstrap, the CLI and ``compare``
@@ -205,7 +206,10 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
 
     ``inv_n`` (``b``) is each row's ``1 / n``; ``None`` renormalizes every step to sum 1 instead (the
     same in exact arithmetic).  ``observe(t, P, Q)`` (rows, and their outputs ``Q = A^T P`` as rows)
-    is called before each step and after the last, and stops the run when it returns true.  FFT
+    is called before the first step and after the last, and after each step until it says otherwise:
+    it returns true to stop the run, false to be called after the next step, or an integer step
+    ``t' > t`` to be called next after ``t'`` steps (``_toeplitz._next_look``; the last step is always
+    seen).  FFT
     products run the steps fused (``_toeplitz._Conv.em_rows``), in single precision if ``single``;
     other products step by step here, dense ones in single precision if ``single`` (sparse ones
     always in double).
@@ -221,12 +225,15 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
     P = np.array(P, dtype=dtype).T
     CT = np.asarray(C, dtype=dtype).T
     has = CT > 0
+    look = 0  # the next step observe sees
     for t in range(steps + 1):
         if t == steps and observe is None:
             break
         Q = AT @ P
-        if observe is not None and (observe(t, P.T, Q.T) or t == steps):
-            break
+        if observe is not None and (t >= look or t == steps):
+            look = _next_look(observe(t, P.T, Q.T), t)
+            if look is None or t == steps:
+                break
         if dtype is np.float32:  # an iterate that underflows must not make an observed output impossible
             np.maximum(Q, np.finfo(np.float32).tiny, out=Q)
         R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
