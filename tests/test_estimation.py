@@ -877,7 +877,8 @@ def test_the_model_of_a_mechanism_on_z_is_the_channel_s_model(family, scale, hal
     hi = lo + k - 1
     fast = _model(mech, (lo, hi))
     ref = _Model(mech.to_channel((lo, hi), "extended"), lo, hi, repr(mech))
-    assert (fast.k, fast.m, fast.nnz, fast.dense, fast._contiguous) == (ref.k, ref.m, ref.nnz, ref.dense, ref._contiguous)
+    shape = ("k", "m", "nnz", "dense", "_contiguous")
+    assert [getattr(fast, a) for a in shape] == [getattr(ref, a) for a in shape]
     np.testing.assert_array_equal(fast.outputs, ref.outputs)
     np.testing.assert_array_equal(fast.log_cs, ref.log_cs)
     if ref.dense:

@@ -232,21 +232,26 @@ def test_bootstrap_deterministic_for_a_seed(est):
     assert not np.array_equal(a.replicates, c.replicates)
 
 
-def test_bootstrap_reuses_the_fit_s_model_and_gets_the_same_replicates(est):
-    """The estimate keeps its fit's channel model for the bootstrap (a cache: same replicates without it,
-    dropped by pickling, and not used for another mechanism)."""
+def test_bootstrap_reuses_the_fit_s_model_and_gets_the_same_replicates():
+    """An estimate fit on a channel keeps its model for the bootstrap (a cache: the same replicates without
+    it, dropped by pickling, used only for that very channel); one fit on a mechanism on Z keeps none."""
     import pickle
 
     from sparseldp.estimation import model as model_mod
 
+    ch = MECH.to_channel(DOM)
+    gen = np.random.default_rng(0)
+    y = sample(MECH, gen.integers(0, 30, 5_000), rng=gen)
+    est = estimate_frequencies(y, ch, domain=DOM, method="ems", return_info=True)
     kept = est._channel_model[1]
-    assert model_mod.model_for(est, SparseLaplace(lam=MECH.lam, s=MECH.s)) is kept  # an equal mechanism
-    assert model_mod.model_for(est, SparseLaplace(lam=MECH.lam, s=MECH.s + 2)) is not kept
+    assert model_mod.model_for(est, ch) is kept
+    assert model_mod.model_for(est, MECH.to_channel(DOM)) is not kept  # an equal channel, another object
     bare = pickle.loads(pickle.dumps(est))
     assert bare == est and not hasattr(bare, "_channel_model")
-    a = boot.bootstrap(est, MECH, B=30, rng=4)
-    b = boot.bootstrap(bare, MECH, B=30, rng=4)
+    a = boot.bootstrap(est, ch, B=30, rng=4)
+    b = boot.bootstrap(bare, ch, B=30, rng=4)
     np.testing.assert_array_equal(a.replicates, b.replicates)
+    assert not hasattr(estimate_frequencies(y, MECH, domain=DOM, return_info=True), "_channel_model")
 
 
 def test_bootstrap_intervals_shrink_with_n():

@@ -238,8 +238,8 @@ class _Conv:
         if given, sees the rows ``P`` after ``t`` steps and their outputs ``Q = S^T P`` (``b x len(obs)``,
         as :meth:`conv` gives them; one buffer, overwritten at the next step) before the first step and
         after the last, and in between as it asks (``solvers._em_run``: true stops the run, false asks for
-        the next step, an integer names the next step it needs; ``Q`` is only assembled for it then).  The arithmetic is that of :meth:`conv` and :meth:`corr`,
-        fused for a long run of steps:
+        the next step, an integer names the next step it needs; ``Q`` is only assembled for it then).
+        The arithmetic is that of :meth:`conv` and :meth:`corr`, fused for a long run of steps:
         the zero-padded FFT inputs are kept from step to step (the padding is written once, the ratios
         ``r`` land in place), the column scales cancel in the FFT outputs (``f_j r_j = c_j / (w_rel * p)_j``,
         so they are applied only to the ``Q`` that ``observe`` sees), the end outputs' exact products
