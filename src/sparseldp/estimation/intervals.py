@@ -28,8 +28,13 @@ warm-started from ``p_hat``, and keeps the ``B`` replicate distributions.
   200): 13 of 54 cells outside 93-97 %, ten of them above (among them the
   smooth variance at 99 %, the spiky truth's interpolated quantiles at 97.5-98 %) and
   three at 92.5 %; per frequency 93.5-97.0 % on average over the values.
-  Under a far wider kernel (the Gaussian design, sigma 21.1, smooth truth)
-  it undercovers a range query (91.0 %), where the hull gives 93.0 %;
+  Under a far wider kernel (the Gaussian design, sigma 21.1) it covers the
+  smooth truth (93.0-98.5 %, rerun 2026-11-29) but not truths with structure
+  the kernel blurs: bimodal 68.5-74 % for range queries, the CDF, interpolated
+  quantiles and single frequencies, spiky 1-38 %; only the mean and the
+  variance cover there (94.5-96.5 %).  ``robust=True`` (below) restores the
+  bimodal truth's coverage and part of the spiky truth's (README, "Estimating
+  from reports");
 * ``kind="hull"``: the smallest interval containing both of the two below
   (the default before the span).  It reaches ``t_hat + b`` as well, half of
   its extra width on the side away from the correction, and over-covers:
