@@ -226,10 +226,10 @@ EXTRA_EMS = tuple(2.0 ** -int(e) for e in os.environ.get("STUDY_EMS_WEIGHTS", ""
 
 
 def _extend_path():
-    from sparseldp.estimation import auto
+    from sparseldp.estimation import _path, auto
 
-    if EXTRA_EMS and not set(EXTRA_EMS) <= set(auto._EMS_WEIGHTS):
-        auto._EMS_WEIGHTS = auto._EMS_WEIGHTS + EXTRA_EMS
+    if EXTRA_EMS and not set(EXTRA_EMS) <= set(_path._EMS_WEIGHTS):
+        _path._EMS_WEIGHTS = _path._EMS_WEIGHTS + EXTRA_EMS
         auto._PATH = auto._PATH[:-1] + tuple(("ems", w) for w in EXTRA_EMS) + auto._PATH[-1:]  # before the MLE
 
 
@@ -248,7 +248,8 @@ def _simulate(i, mech, k, pop, n):
 
 
 def _case_record(i, mech, k, pop, n):
-    from sparseldp.estimation.auto import _FOLDS, _path_fits, _scores, _split
+    from sparseldp.estimation._path import _path_fits
+    from sparseldp.estimation.auto import _FOLDS, _scores, _split
 
     import bench_estimators as BE
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sparseldp import SparseLaplace
-from sparseldp.estimation import ConvergenceWarning, ReportCounts, estimate_frequencies
+from sparseldp.estimation import ConvergenceWarning, ReportCounts, _path, estimate_frequencies
 from sparseldp.estimation.auto import _FOLDS, _split
 from sparseldp.sampling import sample
 
@@ -184,11 +184,9 @@ def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, sha
 
 
 def test_select_tol_is_one_over_n_between_its_bounds():
-    from sparseldp.estimation import auto
-
-    assert auto._select_tol(np.full(5, 800.0)) == auto._SELECT_TOL_MAX
-    assert auto._select_tol(np.array([4e4, 5e4])) == pytest.approx(1 / 4e4)
-    assert auto._select_tol(np.full(5, 8e7)) == auto._SELECT_TOL
+    assert _path._select_tol(np.full(5, 800.0)) == _path._SELECT_TOL_MAX
+    assert _path._select_tol(np.array([4e4, 5e4])) == pytest.approx(1 / 4e4)
+    assert _path._select_tol(np.full(5, 8e7)) == _path._SELECT_TOL
 
 
 def test_ems_fold_fits_stop_at_one_over_n_and_score_alike(monkeypatch):
@@ -206,7 +204,7 @@ def test_ems_fold_fits_stop_at_one_over_n_and_score_alike(monkeypatch):
     C = H.sum(axis=1, keepdims=True) - H
     A, AT = model.fast_columns(obs)
 
-    real = auto._ems_fixed
+    real = _path._ems_fixed
 
     def ems_path():
         evals = []
@@ -216,12 +214,12 @@ def test_ems_fold_fits_stop_at_one_over_n_and_score_alike(monkeypatch):
             evals.append(out[1])
             return out
 
-        monkeypatch.setattr(auto, "_ems_fixed", counted)
+        monkeypatch.setattr(_path, "_ems_fixed", counted)
         fits, _ = auto._regularized_fits(model, obs, C, 50_000, A, AT)
         return {key: float((H * auto._logq(AT, P)).sum()) for key, P in fits.items() if key[0] == "ems"}, sum(evals)
 
     loose, evals_loose = ems_path()
-    monkeypatch.setattr(auto, "_SELECT_TOL_MAX", auto._SELECT_TOL)
+    monkeypatch.setattr(_path, "_SELECT_TOL_MAX", _path._SELECT_TOL)
     strict, evals_strict = ems_path()
     assert evals_loose < 0.9 * evals_strict
     for key in strict:
@@ -274,9 +272,9 @@ def test_the_one_nat_slack_keeps_the_smooth_member_where_the_se_is_tiny():
 
 
 def test_the_ems_path_and_the_stopped_em_side_by_side_are_the_same_fits(monkeypatch):
-    """auto._regularized_fits runs its EMS path and its stopped EM in two threads on large sparse channels
+    """_path._regularized_fits runs its EMS path and its stopped EM in two threads on large sparse channels
     (_parallel.concurrently): the same estimate, bit for bit, as one after the other."""
-    from sparseldp.estimation import ReportCounts, _model, auto, estimate_frequencies_full
+    from sparseldp.estimation import _model, estimate_frequencies_full
 
     mech, k = SparseLaplace(lam=0.1, s=275), 1000
     model = _model(mech, (0, k - 1))
@@ -286,10 +284,10 @@ def test_the_ems_path_and_the_stopped_em_side_by_side_are_the_same_fits(monkeypa
     q = np.maximum(np.asarray(model.unscaled().T @ (p / p.sum())).ravel(), 0.0)
     rc = ReportCounts(int(model.outputs[0]), np.random.default_rng(2).multinomial(10**6, q / q.sum()))
     fits, calls = {}, []
-    real = auto.concurrently
-    monkeypatch.setattr(auto, "concurrently", lambda *fns: calls.append(len(fns)) or real(*fns))
+    real = _path.concurrently
+    monkeypatch.setattr(_path, "concurrently", lambda *fns: calls.append(len(fns)) or real(*fns))
     for side in (True, False):
-        monkeypatch.setattr(auto, "_SIDE_BY_SIDE_K", 0 if side else 10**9)
+        monkeypatch.setattr(_path, "_SIDE_BY_SIDE_K", 0 if side else 10**9)
         fits[side] = estimate_frequencies_full(rc, mech, domain=(0, k - 1))
         assert bool(calls) == side  # the side-by-side run went through concurrently, the other did not
         calls.clear()

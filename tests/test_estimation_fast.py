@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model
-from sparseldp.estimation import _em_members, _toeplitz, auto, solvers
+from sparseldp.estimation import _em_members, _path, _toeplitz, auto, solvers
 from sparseldp.estimation.solvers import _ems_fixed, _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
@@ -220,11 +220,11 @@ def test_large_channel_leaves_the_mle_off_the_path(monkeypatch):
     rng = np.random.default_rng(5)
     q = np.maximum(np.asarray(model.unscaled().T @ np.full(k, 1.0 / k)).ravel(), 0.0)
     c = rng.multinomial(10**5, q / q.sum()).astype(float)
-    monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz - 1)
+    monkeypatch.setattr(_path, "_MLE_NNZ_MAX", model.nnz - 1)
     assert not auto._with_mle(model)
     scores, _, _, _ = auto._select(model, c, 2_000)
     assert ("mle", 0) not in scores and ("stop", 1) in scores
-    monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz)
+    monkeypatch.setattr(_path, "_MLE_NNZ_MAX", model.nnz)
     assert auto._with_mle(model)
 
 
@@ -393,7 +393,7 @@ def test_large_channel_has_no_stop_multiples(monkeypatch):
     rng = np.random.default_rng(6)
     q = np.maximum(np.asarray(model.unscaled().T @ np.full(k, 1.0 / k)).ravel(), 0.0)
     c = rng.multinomial(10**5, q / q.sum()).astype(float)
-    monkeypatch.setattr(auto, "_MLE_NNZ_MAX", model.nnz - 1)
+    monkeypatch.setattr(_path, "_MLE_NNZ_MAX", model.nnz - 1)
     scores, _, _, _ = auto._select(model, c, 2_000)
     assert [key for key in auto._PATH if key in scores] == [("ems", w) for w in auto._EMS_WEIGHTS] + [("stop", 1)]
 

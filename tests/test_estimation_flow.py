@@ -196,17 +196,17 @@ def test_auto_chooses_again_when_the_flow_fails_on_all_the_counts(monkeypatch):
 
 
 def test_a_fold_whose_flow_fails_keeps_plain_em_at_the_cap_on_the_path(monkeypatch):
-    from sparseldp.estimation import auto
+    from sparseldp.estimation import _path, auto
 
     mech, pop, n = TABLE[0]
     model, c = _counts(mech, pop, n, 2)
-    real = auto._em_flow
+    real = _path._em_flow
 
     def flow(A, AT, C, P0, t0, times):  # the last fold's flow fails
         out, failed = real(A, AT, C, P0, t0, times)
         return out, failed | (np.arange(C.shape[1]) == C.shape[1] - 1)
 
-    monkeypatch.setattr(auto, "_em_flow", flow)
+    monkeypatch.setattr(_path, "_em_flow", flow)
     scores, _, _, _ = auto._select(model, c.astype(float), 50_000)
     assert ("flow", 0) in scores and not any(key[0] == "flow" and key[1] > 0 for key in scores)
 

@@ -49,6 +49,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from ._newton import _band_gram, _dense_gram
+
 # Iterations at most (it took 3-22 in the measurements here and in mle._mle).
 _IPM_STEPS = 80
 # Fraction of the longest step to the boundary of p > 0, z > 0.
@@ -104,10 +106,10 @@ def _sparse_band(A, AT):
     bw = _band_width(A)
     if 3 * (bw + 1) > k:
         return None
-    A = sp.csr_array(A)
+    A, AT = sp.csr_array(A), sp.csr_array(AT)
 
     def band(w):
-        M = sp.coo_array(A @ (sp.csr_array(AT).multiply(w[:, None])))
+        M = sp.coo_array(A @ AT.multiply(w[:, None]))
         up = M.row <= M.col
         ab = np.zeros((bw + 1, k))
         ab[bw + M.row[up] - M.col[up], M.col[up]] = M.data[up]
@@ -137,6 +139,7 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, de
     k = A.shape[0]
     if not dense and band is None:
         band = _sparse_band(A, AT)
+    Ad = A if isinstance(A, np.ndarray) else None  # the dense Gram's A (a sparse one densified once, if needed)
     if p0 is None:
         p = np.full(k, 1.0 / k)
         z = np.full(k, float(n))  # p z = n / k on the central path's start
@@ -163,18 +166,13 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, de
         w = r / q
         try:
             if band is not None:
-                ab = band(w)
-                ab[-1] += d
-                factor = sla.cholesky_banded(ab, check_finite=False)
+                factor = sla.cholesky_banded(_band_gram(band, w, d), check_finite=False)
 
                 def solve(b):
                     return sla.cho_solve_banded((factor, False), b, check_finite=False)
             else:
-                Ad = A if isinstance(A, np.ndarray) else A.toarray()
-                W = Ad * np.sqrt(w)[None, :]
-                M = W @ W.T
-                M[np.diag_indices(k)] += d
-                factor = sla.cho_factor(M, check_finite=False)
+                Ad = A.toarray() if Ad is None else Ad
+                factor = sla.cho_factor(_dense_gram(Ad, w, d), check_finite=False)
 
                 def solve(b):
                     return sla.cho_solve(factor, b, check_finite=False)

@@ -29,6 +29,7 @@ each on the 2-core machine): 21.9 s as one batch, 12.2 s in two threads.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -88,33 +89,25 @@ def map_blocks(fn, columns: int, blocks: int) -> list:
     equal as can be, run in ``min(blocks, CPUs)`` threads (each with one FFT thread)."""
     cuts = np.linspace(0, columns, blocks + 1).round().astype(int)
     parts = [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
-    threads = min(blocks, _cpus())
+    return concurrently(*(functools.partial(fn, part) for part in parts), threads=min(blocks, _cpus()))
+
+
+def concurrently(*fns, threads: int | None = None) -> list:
+    """``[fn() for fn in fns]`` in order, run in ``threads`` threads (default: one per function, at most the
+    CPUs), each with one FFT thread; one after the other where that is one thread.  For independent
+    computations on FFT or sparse products (not dense BLAS, which is parallel already): the blocks of
+    :func:`map_blocks`, ``auto``'s EMS path and its stopped EM (``_path._regularized_fits``).  The results
+    are those of the sequential calls: nothing is shared but the read-only inputs."""
+    threads = min(len(fns), _cpus()) if threads is None else threads
     if threads <= 1:
-        return [fn(part) for part in parts]
-
-    def run(part):
-        with one_fft_thread():
-            return fn(part)
-
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(run, parts))
-
-
-def concurrently(*fns) -> list:
-    """``[fn() for fn in fns]``, each in its own thread (with one FFT thread) when there are CPUs for it,
-    else one after the other: for independent computations on FFT or sparse products (not dense BLAS,
-    which is parallel already), such as ``auto``'s EMS path and its stopped EM (``auto._regularized_fits``).
-    The results are those of the sequential calls: nothing is shared but the read-only inputs."""
-    if len(fns) <= 1 or _cpus() <= 1:
         return [fn() for fn in fns]
 
     def run(fn):
         with one_fft_thread():
             return fn()
 
-    with ThreadPoolExecutor(len(fns)) as pool:
-        futures = [pool.submit(run, fn) for fn in fns]
-        return [f.result() for f in futures]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(run, fns))
 
 
 def small_blas(k: int, m: int):

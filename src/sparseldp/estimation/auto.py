@@ -17,7 +17,7 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    first step ``t >= 1`` where ``D`` falls to its expected value under the current fit,
    ``sum_y g(n q_y)`` over every output the domain can produce (``g``: the expected Poisson
    deviance, :func:`_em_members._expected_deviance`; about 1 where an output gets many reports,
-   0 to 1.16 where it gets few), and the same EM kept at :data:`_STOP_MULTS` (2, 4, 8) times
+   0 to 1.16 where it gets few), and the same EM kept at :data:`_path._STOP_MULTS` (2, 4, 8) times
    that many steps, less regularized members between the stop and the MLE (only where the MLE
    is on the path, item 3: they cost up to 8 times the stop); every step count at most
    :data:`_STOP_CAP`.  Early stopping is the classical regularization of EM (Richardson-Lucy);
@@ -69,7 +69,7 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    ``failed``: 0-2 cases per draw) the members past the cap leave the path, and ``("flow", 0)``
    (plain EM at the cap, no flow substep in it) stays (until 2026-11-29 it left with them);
 3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
-   with more than :data:`_MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
+   with more than :data:`_path._MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
    and a window of 275): there its five fold fits would take about a minute
    (one MLE on 10^8 reports: 11.7 s, 65 banded Newton steps), so the path
    ends at the discrepancy-stopped EM; ``"em"`` remains available explicitly.  The selection also leaves the
@@ -185,33 +185,12 @@ import math
 
 import numpy as np
 
-from ._parallel import concurrently
+from ._em_members import _FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _flow_fits, _rest_outputs, _stop_steps, _stopped_cols
+from ._path import _EMS_WEIGHTS, _STOP_MULTS, _mle_fits, _regularized_fits, _with_mle
 from .model import _Model
-from .mle import _mle
-from ._em_members import (_FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _flow_fits, _flow_times, _rest_outputs,
-                          _stop_steps, _stopped_cols, _with_flow)
-from ._flow import _em_flow
-from .solvers import _ems_fixed
 
 # Number of folds.
 _FOLDS = 5
-# EMS smoothing weights on the path, most smoothing first (1/4 is method="ems" with smooth=1).
-_EMS_WEIGHTS = (0.25, 0.125, 0.03125)
-# The EMS path and the stopped EM run side by side in two threads on sparse channels of at least this many
-# values (_regularized_fits: each product and elementwise step then works on long rows and leaves the GIL).
-# Measured (one run each, the same fits bit for bit either way): 10^4 values under the Laplace window of 275,
-# 10^8 reports, 5.21 -> 3.95 s; 10^4 values under a window of 59, 10^6 reports, 0.33-0.63 s against
-# 0.25-0.55 s.  Slower side by side on smaller domains, where the numpy calls are short and the threads
-# contend for the GIL: 1,000 values under the Laplace window of 275, 10^6 reports of a spike, 2.7-3.0 s
-# against 3.4-4.0 s; under the Gaussian window of 695 (a dense channel), 10^4 reports, 20.7 / 14.8 s
-# against 27.6 / 20.1 s (smooth / spike); 4,000 values under the window of 275 about even (0.6-1.2 s).
-_SIDE_BY_SIDE_K = 5_000
-# The same EM kept at these multiples of the discrepancy stop (less regularized members).
-_STOP_MULTS = (2, 4, 8)
-# EMS on the training folds stops when its estimated TV distance to the fixed point is below
-# min(_SELECT_TOL_MAX, max(_SELECT_TOL, 1 / n)) on n training reports (:func:`_select_tol`).
-_SELECT_TOL = 1e-6
-_SELECT_TOL_MAX = 1e-4
 # Slack, in standard errors of the held-out difference, granted to a more regularized member.
 _SE_FACTOR = 1.0
 # ... and at least this many nats of held-out log-likelihood in all (a likelihood ratio of e: evidence
@@ -230,13 +209,6 @@ _STABLE_RATIO_FLOW = 6.0
 # The MLE is left off the selection when the held-out log-likelihood falls from 4 to 8 times the
 # discrepancy stop by more than this many standard errors (the EM path, whose limit it is, has turned down).
 _TURN_SE = 0.5
-# The MLE is left off the path of sparse channels with more stored entries than this (its fold
-# fits need banded Newton solves: minutes on 10^4 values with windows of hundreds).
-_MLE_NNZ_MAX = 1_000_000
-# Certified gap (nats) at which the MLE's fold fits stop (the "em" default).  0.5 was tried: 12-15%
-# faster on 1,000 values, but it changed 11 of the battery's 176 choices (and the study's reference
-# MLEs), so it is not taken without a study of its own.
-_FOLD_TOL = 1e-2
 # The path, most regularized first (but for the classical stop, preferred to the expected-deviance stop
 # where both are within the slack: module docstring, item 2): ("ems", weight), ("classic", 1), ("stop",
 # multiple of the stop), ("flow", doublings beyond the cap; 0: EM at the cap) and ("mle", 0).
@@ -265,27 +237,9 @@ def _split(c: np.ndarray, folds: int) -> np.ndarray:
     return out
 
 
-def _select_tol(n_train) -> float:
-    """EMS's stopping distance on the training folds (``n_train`` reports each): ``1 / n`` between
-    :data:`_SELECT_TOL` and :data:`_SELECT_TOL_MAX`.
-
-    The selection reads the fold fits through their held-out log-likelihood, and a fit a TV distance
-    ``d`` from its fixed point moves that score by about ``n_heldout d`` times a small factor (its first
-    order vanishes at a fit of the counts); so ``d ~ 1 / n`` keeps the score's error far below the
-    one-nat slack whatever ``n``, where a fixed ``d`` is either too strict for few reports or too loose
-    for many.  The cap keeps the fold fits within ``1e-4`` in TV for their spread (:func:`_fold_spread`).
-    """
-    return min(_SELECT_TOL_MAX, max(_SELECT_TOL, 1.0 / float(np.min(n_train))))
-
-
 def _logq(AT, P) -> np.ndarray:
     """``log q`` per output and fold (column-scaled: the shift is the same for every member)."""
     return np.log(np.maximum(AT @ P, _Q_FLOOR))
-
-
-def _with_mle(model: _Model) -> bool:
-    """Whether the MLE is on the path: its fold fits (EM finished by banded Newton) are affordable."""
-    return model.dense or model.nnz <= _MLE_NNZ_MAX
 
 
 def _diff_se(scores: dict, a, b, H: np.ndarray) -> tuple[float, float]:
@@ -302,91 +256,6 @@ def _turned_down(scores: dict, H: np.ndarray) -> bool:
     by more than :data:`_TURN_SE` standard errors."""
     diff, se = _diff_se(scores, ("stop", _STOP_MULTS[-1]), ("stop", _STOP_MULTS[-2]), H)
     return diff < -_TURN_SE * se
-
-
-def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int, A, AT):
-    """The members of :data:`_PATH` before the MLE, fit on each column of the counts ``C`` (observed
-    outputs ``obs`` x b) with the products ``A``, ``AT`` (``model.fast_columns``); ``(fits, evals)``."""
-    n_train = C.sum(axis=0)
-    k, b = model.k, C.shape[1]
-    fits: dict[tuple[str, float], np.ndarray] = {}
-
-    def ems_path():  # most smoothing first, warm starts
-        P, members, e_all = np.full((k, b), 1.0 / k), {}, 0
-        tol = _select_tol(n_train)
-        for w in _EMS_WEIGHTS:
-            P, e, _ = _ems_fixed(A, AT, C, 1.0 / n_train, P, 1, w, tol, max_iter)
-            e_all += e
-            members[("ems", w)] = P
-        return members, e_all
-
-    # discrepancy-stopped EM on each column
-    mults = _STOP_MULTS if _with_mle(model) else ()  # the bridge to the MLE, where the MLE is on the path
-    cap = min(_STOP_CAP, max_iter)
-    flow = _with_flow(model, obs, cap)  # cheap dense channels: EM on to the cap, and the flow beyond
-
-    def stopped():
-        return _stopped_cols(A, AT, C, np.exp(model.log_cs[obs]), cap, mults, _rest_outputs(model, obs), flow,
-                             "within")
-
-    # the two are independent: on a large sparse channel (FFT or sparse products, one core each, long enough
-    # to leave the GIL) they run side by side, elsewhere one after the other; the same fits either way
-    if not model.dense and k >= _SIDE_BY_SIDE_K:
-        (ems, evals), (Ps, steps) = concurrently(ems_path, stopped)
-    else:
-        (ems, evals), (Ps, steps) = ems_path(), stopped()
-    fits.update(ems)
-    at_cap = Ps.pop("cap", None)
-    if np.all(Ps.pop("classic_steps") >= 0):  # the classical stop, where every column reached it in the run
-        fits[("classic", 1)] = Ps["classic"]
-    del Ps["classic"]
-    for f, P in Ps.items():
-        fits[("stop", f)] = P
-    if flow:
-        # the flow's Newton steps need the matrix itself, not FFT products
-        EA, EAT = model.columns(obs)
-        times, failed = _em_flow(EA, EAT, C, at_cap, cap, _flow_times(cap))
-        fits[("flow", 0)] = at_cap  # plain EM at the cap: no flow substep in it
-        if not failed.any():  # a fold whose flow could not be integrated leaves the path without the flow
-            fits.update({("flow", j): P for j, P in enumerate(times, start=1)})
-        return fits, evals + cap
-    return fits, evals + _stop_steps(int(steps.max()), max(mults, default=1), cap)
-
-
-def _mle_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
-    """The MLE of each column of ``C`` (``k x b``, clipped at 0, not renormalized), the evaluations, and
-    the exact ``AT`` it is scored with.  EM by FFT where it applies (no rigorous gap is needed to score
-    a fold), Newton exact."""
-    EA, EAT = model.columns(obs)
-    n_train = C.sum(axis=0)
-    M = np.empty((model.k, C.shape[1]))
-    evals = 0
-    for j in range(C.shape[1]):
-        cj = C[:, j]
-        nz = np.flatnonzero(cj > 0)
-        Aj, ATj = (EA[:, nz], EAT[nz]) if model.dense else (EA[:, nz].tocsr(), EAT[nz].tocsr())
-        pj, e, _, _, _ = _mle(Aj, ATj, cj[nz], float(n_train[j]), model.k, _FOLD_TOL, max_iter, model.dense,
-                              model.fast_columns(obs[nz], (Aj, ATj)))
-        evals += e
-        M[:, j] = np.maximum(pj, 0.0)
-    return M, evals, EAT
-
-
-def _path_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
-    """Every member of :data:`_PATH` fit on each column of the counts ``C`` (observed outputs ``obs`` x b).
-
-    Returns ``(fits, evals, AT_fast, AT_exact)``: ``fits[key]`` is ``k x b`` (the
-    MLE's columns clipped at 0, not renormalized), ``AT_exact`` is ``None`` when the
-    MLE is off the path.  The MLE is fit with the exact products (Newton needs the
-    matrix); the other members with ``model.fast_columns``.  (The selection,
-    :func:`_select`, fits the MLE only where the EM path has not turned down.)
-    """
-    A, AT = model.fast_columns(obs)
-    fits, evals = _regularized_fits(model, obs, C, max_iter, A, AT)
-    if not _with_mle(model):
-        return fits, evals, AT, None
-    fits[("mle", 0)], e, EAT = _mle_fits(model, obs, C, max_iter)
-    return fits, evals + e, AT, EAT
 
 
 def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
@@ -418,7 +287,7 @@ def _fold_spread(P: np.ndarray) -> float:
 
 
 def _scores(fits: dict, AT, EAT) -> dict:
-    """``log q`` of every fit (:func:`_path_fits`'s output), the MLE's with the exact products."""
+    """``log q`` of every fit (:func:`_path._path_fits`'s output), the MLE's with the exact products."""
     scores = {key: _logq(AT, P) for key, P in fits.items() if key != ("mle", 0)}
     if EAT is not None:  # column by column: a matrix-vector product per fold, as each MLE was scored alone
         M = fits[("mle", 0)]
