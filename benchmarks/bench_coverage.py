@@ -30,7 +30,9 @@ Repetitions: ``REPS[method]`` (200 for auto and EMS; 8 for EM and auto-robust, 2
 ``SPARSELDP_BENCH_FULL=1``: an EM bootstrap costs a few seconds, 1.9-2.4 s at B = 200
 after batching the refits).  A binomial 95 % band for the coverage
 estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95 * 0.05 / R)`` (+-3.1 points
-at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [auto|ems|em|auto-robust] [reps]``.
+at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [auto|ems|em|auto-robust|auto-profile] [reps]``.
+``auto-profile`` scores the profile-likelihood intervals (``est.profile(mechanism)``, kind ``profile``; no
+variance, which is not linear; every value's only with ``SPARSELDP_COVERAGE_PROFILE_EACH=1``).
 Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
 (200 x 100 by 100 x 236 products) was 30x slower with threaded BLAS under load.
 ``SPARSELDP_COVERAGE_FAMILY=gaussian`` runs the same with ``design("gaussian", eps=1,
@@ -63,6 +65,10 @@ B = 200
 # `make bench` runs EM with 8 repetitions (a rough check, +-15 points); SPARSELDP_BENCH_FULL=1 runs 20
 REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FULL") else 8}
 REPS["auto-robust"] = REPS["em"]  # the MLE's fit and bootstrap on top of auto's
+# likelihood-ratio intervals (auto's fit, then the MLE and a few tilted fits per end; no bootstrap)
+REPS["auto-profile"] = 200 if os.environ.get("SPARSELDP_BENCH_FULL") else 40
+# auto-profile: also every value's interval (2 k ends, about 5 s a repetition on 100 values)
+PROFILE_EACH = bool(os.environ.get("SPARSELDP_COVERAGE_PROFILE_EACH"))
 SYNTHETIC = ("smooth", "bimodal", "spiky")
 # real columns (bench_real.columns(): the empirical distributions of survey columns), on their own ranges
 REAL = ("doctor visits (RAND)", "education years (RAND)", "health index (RAND)")
@@ -145,7 +151,9 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     truth = _truth(p, stat_list)
     gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
     robust = method.endswith("-robust")
-    kinds = KINDS + (("own",) if robust else ()) + tuple(f"span B={b}" for b in FEWER if b < B)
+    profiled = method.endswith("-profile")
+    kinds = ("profile",) if profiled else KINDS + (("own",) if robust else ()) + tuple(
+        f"span B={b}" for b in FEWER if b < B)
     res = {name: {kind: [] for kind in kinds} for name, _ in (*stat_list, ("each value", {}))}
     times = []
     for _ in range(reps):
@@ -153,9 +161,21 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
         y = sample(mech, x, rng=gen)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = estimate_frequencies(y, mech, domain=(0, p.size - 1), method=method.removesuffix("-robust"),
+            est = estimate_frequencies(y, mech, domain=(0, p.size - 1),
+                                       method=method.removesuffix("-robust").removesuffix("-profile"),
                                        return_info=True)
             t0 = time.perf_counter()
+            if profiled:  # the likelihood-ratio intervals (no bootstrap); the variance has none
+                prof = est.profile(mech)
+                for name, kw in stat_list:
+                    if name != "var":
+                        lo, hi = prof.interval(_stat_of(name), 0.95, **kw)
+                        res[name]["profile"].append((lo <= truth[name] <= hi, hi - lo))
+                if PROFILE_EACH:
+                    lo, hi = prof.interval("p", 0.95)
+                    res["each value"]["profile"].append(((lo <= p) & (p <= hi), hi - lo))
+                times.append(time.perf_counter() - t0)
+                continue
             bs = bootstrap(est, mech, B=B, rng=gen, robust=robust)
             times.append(time.perf_counter() - t0)
         own = dataclasses.replace(bs, reference=None)
@@ -187,6 +207,8 @@ def _rows(method, shape, reps):
         parts = []
         for kind in res[name]:
             tag = "pct" if kind == "percentile" else "own span" if kind == "own" else kind
+            if not res[name][kind]:  # the profile has no variance (not linear) and per value only on request
+                continue
             hits = np.array([h for h, _ in res[name][kind]], dtype=float)
             widths = np.array([w for _, w in res[name][kind]])
             worst = ""
@@ -196,12 +218,14 @@ def _rows(method, shape, reps):
                          f"{int((per < 0.9).sum())} below 90%")
             parts.append(f"{tag} {100 * hits.mean():5.1f}% (w {widths.mean():.4g}{worst})")
         label = "" if FAMILY == "laplace" else f" {FAMILY}"
-        rows.append({"name": f"coverage{label} {method} {shape} {name}", "median_s": float(np.median(times)),
-                     "note": " | ".join(parts) + f"  [R={reps}, B={B}]"})
+        if parts:
+            rows.append({"name": f"coverage{label} {method} {shape} {name}", "median_s": float(np.median(times)),
+                         "note": " | ".join(parts) + f"  [R={reps}" + ("]" if method.endswith("-profile") else
+                                                                       f", B={B}]")})
     return rows
 
 
-def run(methods=("auto", "ems", "em", "auto-robust"), reps=None) -> list[dict]:
+def run(methods=("auto", "ems", "em", "auto-robust", "auto-profile"), reps=None) -> list[dict]:
     rows = []
     for method in methods:
         for shape in SHAPES:
@@ -210,7 +234,7 @@ def run(methods=("auto", "ems", "em", "auto-robust"), reps=None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    ms = tuple(a for a in sys.argv[1:] if not a.isdigit()) or ("auto", "ems", "em", "auto-robust")
+    ms = tuple(a for a in sys.argv[1:] if not a.isdigit()) or ("auto", "ems", "em", "auto-robust", "auto-profile")
     r = next((int(a) for a in sys.argv[1:] if a.isdigit()), None)
     for m in ms:
         for shape in SHAPES:

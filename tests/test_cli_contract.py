@@ -551,6 +551,27 @@ def test_estimate_robust_intervals_hold_the_plain_ones(d, capsys):
     assert rc == 0 and "assuming the distribution is as smooth; for heaped or rounded values add --robust" in out
 
 
+def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
+    rep = _reports(d)
+    base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--range", "2:6",
+            "--quantiles", "0.5"]
+    rc, out, err = run(capsys, *base, "-o", d / "e.csv", "--json", "--profile", "--bootstrap", "0")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["profile"] is True
+    rows = {r["statistic"]: r for r in summary["statistics"]}
+    assert rows["variance"]["lr_low"] is None and rows["variance"]["lr_high"] is None  # not linear: none
+    for name in ("mean", "quantile 0.5", "P(2 <= X <= 6)"):
+        r = rows[name]
+        assert r["lr_low"] < r["lr_high"] and r["ci_low"] is None  # --bootstrap 0: no bootstrap intervals
+    assert 0.0 <= rows["P(2 <= X <= 6)"]["lr_low"] and rows["P(2 <= X <= 6)"]["lr_high"] <= 1.0
+    assert 0 <= rows["mean"]["lr_low"] and rows["mean"]["lr_high"] <= 9
+    rc, out, err = run(capsys, *base, "-o", d / "e2.csv", "--profile", "--bootstrap", "20")
+    assert rc == 0 and "LR high" in out and "likelihood-ratio intervals (profile likelihood" in out
+    rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json")
+    assert rc == 0 and "lr_low" not in json.loads(out)["statistics"][0]
+
+
 def test_estimate_says_which_mean_is_which_and_calls_only_regularized_estimates_so(d, capsys):
     rep = _reports(d)
     base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]

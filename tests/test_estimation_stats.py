@@ -298,7 +298,7 @@ def test_statistic_with_and_without_ci(est):
     t, (lo, hi) = boot.statistic(est, "range", ci=bs, a=5, b=15)
     assert t == pytest.approx(stats.range_prob(est.p, 5, 15, est.values))
     assert (lo, hi) == bs.interval("range", a=5, b=15)
-    with pytest.raises(TypeError, match="ci must be None or a Bootstrap"):
+    with pytest.raises(TypeError, match="ci must be None, a Bootstrap"):
         boot.statistic(est, "mean", ci=True)
     with pytest.raises(ValueError, match="ci must be a Bootstrap of this estimate"):
         boot.statistic(_estimate(5_000), "mean", ci=bs)

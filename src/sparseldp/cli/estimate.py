@@ -17,6 +17,10 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
+* ``--profile``: also the likelihood-ratio interval of each statistic but the variance
+  (:func:`sparseldp.estimation.profile.profile`: the values of the statistic under which the
+  reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
+  ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
   then on stderr): on any error nothing is written.  ``-`` as the input reads
@@ -89,17 +93,28 @@ def _parse_quantiles(text: str) -> list[float]:
     return qs
 
 
-def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_cdf", robust=False):
-    """Derived statistics with bootstrap intervals: ``(rows, per-value intervals or None)``."""
+def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_cdf", robust=False,
+                profiled=False):
+    """Derived statistics with bootstrap intervals (and with ``profiled`` the likelihood-ratio ones, columns
+    ``lr_low, lr_high``; none for the variance): ``(rows, per-value intervals or None)``."""
     # seeded: the bootstrap only simulates on already privatized counts (no privacy role)
     b = est.bootstrap(target, B=B, rng=0, smooth=smooth if est.method == "ems" else None,
                       robust=robust) if B else None
+    prof = est.profile(target) if profiled else None
 
     def stat(name, fn, **kw):
         if b is None:
-            return {"statistic": name, "value": float(fn(**kw)), "ci_low": None, "ci_high": None}
-        value, (lo, hi) = fn(ci=b, level=level, **kw)
-        return {"statistic": name, "value": float(value), "ci_low": float(lo), "ci_high": float(hi)}
+            row = {"statistic": name, "value": float(fn(**kw)), "ci_low": None, "ci_high": None}
+        else:
+            value, (lo, hi) = fn(ci=b, level=level, **kw)
+            row = {"statistic": name, "value": float(value), "ci_low": float(lo), "ci_high": float(hi)}
+        if prof is not None:
+            lo = hi = None
+            if fn != est.var:  # the variance is not linear in p: no likelihood-ratio interval here
+                _, (lo, hi) = fn(ci=prof, level=level, **kw)
+                lo, hi = float(lo), float(hi)
+            row["lr_low"], row["lr_high"] = lo, hi
+        return row
 
     rows = [stat("mean", est.mean), stat("variance", est.var)]
     tag = "" if qmethod == "inverted_cdf" else f" ({qmethod})"
@@ -204,6 +219,9 @@ def estimate_command(
     robust: Annotated[bool, typer.Option(
         "--robust", help="Intervals that do not assume the distribution is as smooth as the estimate: the hull "
                          "of its bootstrap intervals and the MLE's (for heaped or rounded values; wider).")] = False,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="Also print likelihood-ratio intervals (the profile likelihood) of the mean, quantiles "
+                          "and range: the values the reports alone do not rule out, no smoothness assumed.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (count the reports with Spark; input: Parquet "
                          "file, directory or glob; needs the spark extra).")] = "local",
@@ -308,9 +326,12 @@ def estimate_command(
         regularized = est.method == "ems" or (est.method == "auto" and not mle)  # (inversion is not)
         widened = robust and not mle  # --robust adds the MLE's intervals (a no-op for an MLE)
         also = " and the MLE's fit and refits (--robust)" if widened else ""
-        with stage(f"bootstrap: {boot} refits ({est.regularization or est.method}){also}" if boot else "statistics"):
+        label = f"bootstrap: {boot} refits ({est.regularization or est.method}){also}" if boot else "statistics"
+        if profile:
+            label += ", likelihood-ratio intervals (--profile)"
+        with stage(label):
             stats_rows, per_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
-                                                quantile_method, robust)
+                                                quantile_method, robust, profile)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
             raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
@@ -349,6 +370,7 @@ def estimate_command(
     summary["statistics"] = stats_rows
     summary["bootstrap"] = boot
     summary["robust"] = robust
+    summary["profile"] = profile
     table = _table_bytes(values, est.p, table_fmt, per_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
@@ -411,13 +433,19 @@ def estimate_command(
     tab = Table(title=(f"derived statistics, {confidence:.0%} intervals from a parametric bootstrap "
                        f"({boot} replicates)") if boot else "derived statistics (no intervals: --bootstrap 0)")
     tab.add_column("statistic")
-    for col in ("estimate", "low", "high"):
+    cols = ("estimate", "low", "high") + (("LR low", "LR high") if profile else ())
+    for col in cols:
         tab.add_column(col, justify="right")
     for row in stats_rows:
-        tab.add_row(row["statistic"], fmt(row["value"], 6),
-                    "-" if row["ci_low"] is None else fmt(row["ci_low"], 6),
-                    "-" if row["ci_high"] is None else fmt(row["ci_high"], 6))
+        cells = [row["statistic"], fmt(row["value"], 6)]
+        for key in ("ci_low", "ci_high") + (("lr_low", "lr_high") if profile else ()):
+            cells.append("-" if row[key] is None else fmt(row[key], 6))
+        tab.add_row(*cells)
     console.print(tab)
+    if profile:
+        say(f"LR: {confidence:.0%} likelihood-ratio intervals (profile likelihood, outer bounds): the values the "
+            "reports alone do not rule out, no smoothness assumed; where they are much wider than the bootstrap's, "
+            "the estimate's smoothness, not the reports, narrows the latter")
     if boot and widened:
         say(f"robust intervals: the hull of the estimate's ({est.regularization or est.method}) and the MLE's, "
             "fit on the same reports and bootstrapped too")

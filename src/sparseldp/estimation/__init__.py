@@ -161,6 +161,9 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.intervals`: the parametric :func:`bootstrap` behind
   ``FrequencyEstimate.mean/var/quantile/cdf/range(ci=...)``; ``robust=True`` adds the MLE's
   bootstrap and takes the hull (intervals that do not assume smoothness)
+* :mod:`~sparseldp.estimation.profile`: :func:`profile` and :class:`Profile`, likelihood-ratio
+  intervals of the linear statistics (the profile likelihood, outer bounds with certificates):
+  what the reports alone pin down, with no smoothness assumed
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
   quantiles' CDF inversion, the robust hull) from the replicate distributions
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood
@@ -190,6 +193,7 @@ from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # 
 from .model import _model  # noqa: F401
 from .solvers import _smooth, project_simplex  # noqa: F401
 from .intervals import Bootstrap, bootstrap
+from .profile import Profile, profile
 from .stats import distance
 
 __all__ = [
@@ -204,6 +208,8 @@ __all__ = [
     "project_simplex",
     "Bootstrap",
     "bootstrap",
+    "Profile",
+    "profile",
     "distance",
 ]
 

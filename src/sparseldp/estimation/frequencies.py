@@ -21,6 +21,7 @@ from ._parallel import small_blas
 from .auto import _fit_auto
 from .model import _Model, _model, check_exact_domain, keep_model
 from .intervals import bootstrap, statistic
+from .profile import profile
 from .mle import _mle
 from .stats import _check_dist
 from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, project_simplex
@@ -153,6 +154,17 @@ class FrequencyEstimate(ReadOnlyArrays):
         """
         return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth, tol=tol, max_iter=max_iter,
                          precision=precision, robust=robust)
+
+    def profile(self, mechanism, *, tol=0.01, max_iter=_DEFAULT_MAX_ITER):
+        """Likelihood-ratio intervals from this estimate's report counts (:func:`sparseldp.estimation.profile.profile`).
+
+        The values of a linear statistic (mean, CDF, range, a frequency, and quantiles by
+        inverting the CDF's) under which the reports are within ``chi^2_1(level) / 2`` nats of
+        their maximum likelihood, bounded from outside with certificates.  No smoothness is
+        assumed: where the kernel is too wide to resolve a statistic, its interval says so by
+        its width.  Use as ``est.range(a, b, ci=est.profile(mechanism))``.
+        """
+        return profile(self, mechanism, tol=tol, max_iter=max_iter)
 
 
 def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: int,

@@ -117,6 +117,7 @@ from .._rng import simulation_generator
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
 from .model import model_for
+from .profile import Profile
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .replicates import Bootstrap, _check_level
 
@@ -135,17 +136,17 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
 
     The body of the ``FrequencyEstimate`` methods ``mean``, ``var``, ``quantile``,
     ``cdf``, ``range``: ``stat`` and keywords as in :meth:`Bootstrap.interval`.
-    ``ci=None`` returns the point value; ``ci`` a :class:`Bootstrap` of this
-    estimate returns ``(value, (lo, hi))``.
+    ``ci=None`` returns the point value; ``ci`` a :class:`Bootstrap` or a
+    :class:`~sparseldp.estimation.profile.Profile` of this estimate returns ``(value, (lo, hi))``.
     """
     _check_level(level)  # checked with or without ci, as every argument is
     if ci is None:
         p = np.asarray(estimate.p, dtype=float)
         return Bootstrap(p=p, values=np.asarray(estimate.values), replicates=p[None, :],
                          method=str(estimate.method)).point(stat, **kw)
-    if not isinstance(ci, Bootstrap):
-        raise TypeError(f"ci must be None or a Bootstrap (from bootstrap(estimate, mechanism)); "
-                        f"got {type(ci).__name__}")
+    if not isinstance(ci, (Bootstrap, Profile)):
+        raise TypeError(f"ci must be None, a Bootstrap (from bootstrap(estimate, mechanism)) or a Profile "
+                        f"(from profile(estimate, mechanism)); got {type(ci).__name__}")
     if ci.p.shape != np.shape(estimate.p) or not np.array_equal(ci.p, estimate.p):
         raise ValueError("ci must be a Bootstrap of this estimate (its p differs)")
     if not np.array_equal(ci.values, estimate.values):

@@ -1,0 +1,186 @@
+"""Profile-likelihood intervals (sparseldp.estimation.profile): each end is an outer bound of the
+exact likelihood-ratio interval and close to it (checked against a brute-force grid over the
+simplex of three values), they hold the MLE's own value, nest with the level, and bad input
+gets a clear error.  Coverage is measured by benchmarks/bench_coverage.py, not here."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparseldp import SparseGaussian, SparseLaplace
+from sparseldp.estimation import Profile, _model, estimate_frequencies, profile
+from sparseldp.sampling import sample
+
+# (mechanism, true distribution on 0..2, n): three values, a brute-force grid can enumerate the simplex
+GRID_CASES = [
+    (SparseLaplace(lam=0.4, s=9), [0.5, 0.3, 0.2], 200),
+    (SparseLaplace(lam=1.5, s=5), [0.1, 0.0, 0.9], 500),
+    (SparseGaussian(sigma=2.0, s=11), [0.3, 0.4, 0.3], 300),
+    (SparseGaussian(sigma=0.8, s=5), [0.0, 1.0, 0.0], 100),
+]
+GRID = 600  # grid step 1/600 on the simplex of three values
+
+
+def _fit(mech, p, n, seed, method="auto", k=None):
+    gen = np.random.default_rng(seed)
+    k = len(p) if k is None else k
+    x = gen.choice(len(p), size=n, p=np.asarray(p) / np.sum(p))
+    y = sample(mech, x, rng=gen)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return estimate_frequencies(y, mech, domain=(0, k - 1), method=method, return_info=True)
+
+
+def _grid_truth(mech, est, h, kappa):
+    """max and min of h^T p over the grid points whose log-likelihood is within kappa of the best
+    (the best over the grid and the MLE): inner approximations of the exact ends."""
+    model = _model(mech, est.domain)
+    Q = np.asarray(model.unscaled() if model.dense else model.unscaled().toarray())
+    c = np.asarray(est.counts, dtype=float)
+    obs = c > 0
+    Q, c = Q[:, obs], c[obs]
+    i, j = np.meshgrid(np.arange(GRID + 1), np.arange(GRID + 1), indexing="ij")
+    keep = i + j <= GRID
+    P = np.stack([i[keep], j[keep], GRID - i[keep] - j[keep]], axis=1) / GRID
+    with np.errstate(divide="ignore"):
+        ll = np.log(P @ Q) @ c
+    mle = np.full(3, 1 / 3)
+    for _ in range(20_000):  # plain EM, independent of the package's solvers
+        mle = mle * (Q @ (c / (mle @ Q))) / c.sum()
+    best = max(float(ll.max()), float(np.log(mle @ Q) @ c))
+    inside = ll >= best - kappa
+    t = P[inside] @ h
+    return float(t.min()), float(t.max())
+
+
+@pytest.mark.parametrize("case", range(len(GRID_CASES)))
+@pytest.mark.parametrize("level", [0.5, 0.95])
+def test_ends_are_outer_bounds_close_to_the_exact_interval(case, level):
+    mech, p, n = GRID_CASES[case]
+    est = _fit(mech, p, n, seed=case)
+    prof = est.profile(mech)
+    z = 1.959963984540054 if level == 0.95 else 0.6744897501960817
+    kappa = 0.5 * z * z
+    v = np.arange(3.0)
+    for stat, kw, h in [("mean", {}, v), ("cdf", {"x": 0}, (v <= 0) * 1.0), ("cdf", {"x": 1}, (v <= 1) * 1.0),
+                        ("range", {"a": 1, "b": 2}, (v >= 1) * 1.0), ("range", {"a": 1, "b": 1}, (v == 1) * 1.0)]:
+        lo, hi = prof.interval(stat, level, **kw)
+        g_lo, g_hi = _grid_truth(mech, est, h, kappa)
+        scale = float(h.max() - h.min())
+        # outer: the grid's points (inside the exact set) are inside the interval
+        assert lo <= g_lo + 1e-9 * scale and hi >= g_hi - 1e-9 * scale, (stat, kw, (lo, hi), (g_lo, g_hi))
+        # and close: within the grid's resolution (points near the set's edge are missing) and the certificates
+        assert g_lo - lo <= 0.005 * scale and hi - g_hi <= 0.005 * scale, (stat, kw, (lo, hi), (g_lo, g_hi))
+
+
+MECH = SparseLaplace(lam=0.3, s=21)
+TRUTH = np.exp(-0.5 * ((np.arange(30) - 12) / 4.0) ** 2)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    est = _fit(MECH, TRUTH, 20_000, seed=7)
+    return est, est.profile(MECH)
+
+
+def test_intervals_hold_the_mle_and_nest_with_the_level(fitted):
+    est, prof = fitted
+    assert isinstance(prof, Profile) and prof.gap <= 0.01
+    v = est.values.astype(float)
+    mle = prof.mle
+    for stat, kw, t in [("mean", {}, float(mle @ v)), ("cdf", {"x": 10}, float(mle[v <= 10].sum())),
+                        ("range", {"a": 8, "b": 15}, float(mle[(v >= 8) & (v <= 15)].sum()))]:
+        outer = None
+        for level in (0.5, 0.9, 0.99):
+            lo, hi = prof.interval(stat, level, **kw)
+            assert lo <= t + 1e-12 and t <= hi + 1e-12
+            if outer is not None:
+                assert lo <= outer[0] + 1e-6 and hi >= outer[1] - 1e-6
+            outer = (lo, hi)
+
+
+def test_statistic_methods_take_a_profile(fitted):
+    est, prof = fitted
+    value, (lo, hi) = est.range(8, 15, ci=prof)
+    assert value == pytest.approx(est.range(8, 15)) and 0.0 <= lo <= hi <= 1.0
+    value, (lo, hi) = est.mean(ci=prof, level=0.9)
+    assert value == pytest.approx(est.mean()) and lo < hi
+    # array arguments keep their shape
+    lo, hi = prof.interval("cdf", x=np.array([[5, 10], [15, 20]]))
+    assert lo.shape == hi.shape == (2, 2) and np.all(np.diff(hi.ravel()) >= -1e-9)
+
+
+def test_quantile_intervals_invert_the_cdf_and_hold_the_mle_quantile(fitted):
+    est, prof = fitted
+    v = est.values
+    F = np.cumsum(prof.mle)
+    for q in (0.1, 0.5, 0.9):
+        lo, hi = prof.interval("quantile", q=q)
+        x_mle = float(v[np.argmax(F >= q * (1 - 1e-9))])
+        assert lo <= x_mle <= hi
+        # the ends are where the CDF bounds cross q
+        assert prof.interval("cdf", x=lo)[1] >= q * (1 - 1e-9)
+        if lo > v[0]:
+            assert prof.interval("cdf", x=lo - 1)[1] < q
+        ilo, ihi = prof.interval("quantile", q=q, method="interpolated")
+        assert lo - 0.5 <= ilo <= ihi <= hi + 0.5
+
+
+def test_per_value_intervals_hold_the_mle(fitted):
+    est, prof = fitted
+    lo, hi = prof.interval("p")
+    assert lo.shape == hi.shape == (est.values.size,)
+    assert np.all(lo <= prof.mle + 1e-12) and np.all(prof.mle <= hi + 1e-12)
+    assert np.all(lo[prof.mle == 0] == 0.0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(a=st.integers(0, 29), width=st.integers(0, 29))
+def test_range_interval_is_inside_zero_one_and_holds_the_mle(fitted, a, width):
+    est, prof = fitted
+    b = min(29, a + width)
+    lo, hi = prof.interval("range", a=a, b=b)
+    t = float(prof.mle[a:b + 1].sum())
+    assert 0.0 <= lo <= t + 1e-12 and t <= hi + 1e-12 and hi <= 1.0
+
+
+def test_a_wide_kernel_gives_a_wide_interval():
+    # the reports of a Gaussian kernel of sigma 8 on 12 values cannot tell where inside the domain the mass sits
+    mech = SparseGaussian(sigma=8.0, s=41)
+    est = _fit(mech, np.ones(12), 2_000, seed=3)
+    narrow = _fit(SparseLaplace(lam=2.0, s=5), np.ones(12), 2_000, seed=3)
+    wide = est.profile(mech).interval("range", a=3, b=5)
+    sharp = narrow.profile(SparseLaplace(lam=2.0, s=5)).interval("range", a=3, b=5)
+    assert wide[1] - wide[0] > 3 * (sharp[1] - sharp[0])
+
+
+def test_bad_input(fitted):
+    est, prof = fitted
+    with pytest.raises(ValueError, match="variance is not linear"):
+        prof.interval("var")
+    with pytest.raises(ValueError, match="kind must be None or 'profile'"):
+        prof.interval("mean", kind="span")
+    with pytest.raises(ValueError, match="level"):
+        prof.interval("mean", 1.5)
+    with pytest.raises(TypeError, match="stat must be"):
+        prof.interval(3)
+    with pytest.raises(ValueError, match="stat must be"):
+        prof.interval("median")
+    with pytest.raises(TypeError, match="takes keyword arguments"):
+        prof.interval("cdf")
+    with pytest.raises(ValueError, match="a must be <= b"):
+        prof.interval("range", a=5, b=2)
+    with pytest.raises(TypeError, match="estimate must be a FrequencyEstimate"):
+        profile(np.ones(3) / 3, MECH)
+    with pytest.raises(ValueError, match="tol"):
+        est.profile(MECH, tol=-1)
+    with pytest.raises(ValueError, match="counts"):  # another mechanism's outputs
+        est.profile(SparseLaplace(lam=0.3, s=7))
+    other = _fit(MECH, TRUTH, 5_000, seed=8)
+    with pytest.raises(ValueError, match="ci must be a Bootstrap of this estimate|this estimate"):
+        other.mean(ci=prof)
+    assert math.isfinite(prof.loglik)
