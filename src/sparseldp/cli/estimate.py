@@ -18,7 +18,7 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
 * ``--profile``: also the likelihood-ratio interval of each statistic but the variance
-  (:func:`sparseldp.estimation.profile.profile`: the values of the statistic under which the
+  (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
   ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or

@@ -161,7 +161,7 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.intervals`: the parametric :func:`bootstrap` behind
   ``FrequencyEstimate.mean/var/quantile/cdf/range(ci=...)``; ``robust=True`` adds the MLE's
   bootstrap and takes the hull (intervals that do not assume smoothness)
-* :mod:`~sparseldp.estimation.profile`: :func:`profile` and :class:`Profile`, likelihood-ratio
+* :mod:`~sparseldp.estimation.likelihood_ratio`: :func:`profile` and :class:`Profile`, likelihood-ratio
   intervals of the linear statistics (the profile likelihood, outer bounds with certificates):
   what the reports alone pin down, with no smoothness assumed
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
@@ -193,7 +193,7 @@ from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # 
 from .model import _model  # noqa: F401
 from .solvers import _smooth, project_simplex  # noqa: F401
 from .intervals import Bootstrap, bootstrap
-from .profile import Profile, profile
+from .likelihood_ratio import Profile, profile
 from .stats import distance
 
 __all__ = [

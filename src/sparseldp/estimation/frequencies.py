@@ -21,7 +21,7 @@ from ._parallel import small_blas
 from .auto import _fit_auto
 from .model import _Model, _model, check_exact_domain, keep_model
 from .intervals import bootstrap, statistic
-from .profile import profile
+from .likelihood_ratio import profile
 from .mle import _mle
 from .stats import _check_dist
 from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, project_simplex
@@ -156,7 +156,8 @@ class FrequencyEstimate(ReadOnlyArrays):
                          precision=precision, robust=robust)
 
     def profile(self, mechanism, *, tol=0.01, max_iter=_DEFAULT_MAX_ITER):
-        """Likelihood-ratio intervals from this estimate's report counts (:func:`sparseldp.estimation.profile.profile`).
+        """Likelihood-ratio intervals from this estimate's report counts
+        (:func:`sparseldp.estimation.likelihood_ratio.profile`).
 
         The values of a linear statistic (mean, CDF, range, a frequency, and quantiles by
         inverting the CDF's) under which the reports are within ``chi^2_1(level) / 2`` nats of

@@ -117,7 +117,7 @@ from .._rng import simulation_generator
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
 from .model import model_for
-from .profile import Profile
+from .likelihood_ratio import Profile
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .replicates import Bootstrap, _check_level
 
@@ -137,7 +137,7 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
     The body of the ``FrequencyEstimate`` methods ``mean``, ``var``, ``quantile``,
     ``cdf``, ``range``: ``stat`` and keywords as in :meth:`Bootstrap.interval`.
     ``ci=None`` returns the point value; ``ci`` a :class:`Bootstrap` or a
-    :class:`~sparseldp.estimation.profile.Profile` of this estimate returns ``(value, (lo, hi))``.
+    :class:`~sparseldp.estimation.likelihood_ratio.Profile` of this estimate returns ``(value, (lo, hi))``.
     """
     _check_level(level)  # checked with or without ci, as every argument is
     if ci is None:

@@ -62,6 +62,7 @@ Cost: a tilted fit per ``beta``, six to fifteen per end; 0.1-0.5 s per statistic
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -71,10 +72,11 @@ import scipy.sparse as sp
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
 from ._ipm import _band_width, _ipm, _ipm_affordable
-from .mle import _mle
+from .mle import _band_of, _mle
 from .model import model_for
 from .replicates import Bootstrap, _check_level
-from .stats import _check_point, _check_q, _check_quantile_method, _check_range, _edges, _reach_level, _scalar
+from .stats import (_check_point, _check_q, _check_quantile_method, _check_range, _edges, _reach_level, _scalar,
+                    _stay_level)
 
 __all__ = ["Profile", "profile"]
 
@@ -123,6 +125,7 @@ class Profile(ReadOnlyArrays):
     _tol: float = field(default=0.01, repr=False, compare=False)
     _max_iter: int = field(default=50_000, repr=False, compare=False)
     _width: int = field(default=0, repr=False, compare=False)
+    _band: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         for name in ("p", "values", "mle"):
@@ -158,7 +161,8 @@ class Profile(ReadOnlyArrays):
             # the interior point from the warm start, centred at the start's own certificate (_ipm._ipm)
             q0 = BT @ s
             gap0 = n * math.log(max(float(((B @ (c / q0)) / n).max()), 1e-300))
-            pp, _, conv, _ = _ipm(B, BT, c, n, self._tol, self._dense, p0=s, gap0=max(gap0, self._tol))
+            band = None if self._band is None else _row_scaled_band(self._band, 1.0 / w)
+            pp, _, conv, _ = _ipm(B, BT, c, n, self._tol, self._dense, band, p0=s, gap0=max(gap0, self._tol))
             if not conv:
                 s, pp = pp, None
         if pp is None:
@@ -202,57 +206,45 @@ class Profile(ReadOnlyArrays):
 
         decided = False
 
-        # the tilt at which the statistic's naive standard error would put the end: sqrt(2 kappa) / (n se)
-        var = max(theta0 * (1.0 - theta0), 1.0 / n)
+        # Near the MLE the set's frontier is quadratic: the drop d(beta) = loglik(MLE) - loglik(p_beta) grows
+        # as (n beta se)^2 / 2, so log d is about linear in u = log beta (slope 2).  The search steps to
+        # d = kappa along that line, its slope re-estimated from the last two fits (a secant on log d),
+        # inside the bracket of fits on either side of the boundary once there is one (else bisection).
+        kappa = self.loglik - L0
+        var = max(theta0 * (1.0 - theta0), 1.0 / n)  # the naive standard error's beta: the first guess
         u_max = math.log1p(-_BETA_GAP)
-        u = min(u_max, math.log(min(0.5, math.sqrt(2.0 * (self.loglik - L0) / (n * var)))))
-        lo = hi = None  # (u, r) with r = loglik(p_beta) - L0 > 0 and < 0: r falls from kappa at beta = 0
-        solves = 0
-        while solves < _MAX_SOLVES:  # bracket the boundary, by factors of 4 in beta
+        u = min(u_max, math.log(min(0.5, math.sqrt(2.0 * kappa / (n * var)))))
+        lo = hi = prev = None  # u with r > 0 (inside the set), u with r < 0; the last (u, log d)
+        for _ in range(_MAX_SOLVES):
             out = evaluate(math.exp(u), p_warm)
-            solves += 1
             if out is None:
-                return min(best, 1.0)
+                break
             p, r = out
             if abs(r) <= _BOUNDARY_TOL or decided:
-                return min(best, 1.0)
+                break
             if r > 0:
-                lo, p_warm = (u, r), p
-                if hi is not None:
-                    break
+                lo, p_warm = u, p
                 if u >= u_max:  # h's top is reachable inside the set
-                    return min(best, 1.0)
-                u = min(u_max, u + math.log(4.0))
-            else:
-                hi = (u, r)
-                if lo is not None:
                     break
-                u -= math.log(4.0)
-        else:
-            return min(best, 1.0)
-        (u_lo, r_lo), (u_hi, r_hi) = lo, hi
-        side = 0
-        while solves < _MAX_SOLVES and u_hi - u_lo > 1e-9:  # Illinois regula falsi on r(u)
-            u = u_hi - r_hi * (u_hi - u_lo) / (r_hi - r_lo)
-            if not (u_lo < u < u_hi):
-                u = 0.5 * (u_lo + u_hi)
-            out = evaluate(math.exp(u), p_warm)
-            solves += 1
-            if out is None:
-                break
-            p, r = out
-            if abs(r) <= _BOUNDARY_TOL or decided:
-                break
-            if r > 0:
-                u_lo, r_lo, p_warm = u, r, p
-                if side == 1:
-                    r_hi *= 0.5
-                side = 1
             else:
-                u_hi, r_hi = u, r
-                if side == -1:
-                    r_lo *= 0.5
-                side = -1
+                hi = u
+            d = kappa - r
+            slope = 2.0
+            if prev is not None and d > 0 and u != prev[0]:
+                est = (math.log(d) - prev[1]) / (u - prev[0])
+                if 0.25 <= est <= 8.0:
+                    slope = est
+            step = math.log(kappa / d) / slope if d > 0 else math.log(4.0)
+            step = max(-math.log(16.0), min(math.log(16.0), step))
+            if d > 0:
+                prev = (u, math.log(d))
+            u_new = min(u_max, u + step)
+            if lo is not None and hi is not None:
+                if hi - lo < 1e-9:
+                    break
+                if not (lo < u_new < hi):
+                    u_new = 0.5 * (lo + hi)
+            u = u_new
         return min(best, 1.0)
 
     def _ends(self, h, kappa):
@@ -343,15 +335,11 @@ class Profile(ReadOnlyArrays):
         def lower_cdf(i, level):  # outer lower end of F(v_i) (its side of level)
             return 1.0 - self._upper((np.arange(k) > i).astype(float), L0, 1.0 - level)
 
+        # the MLE's quantile: its CDF reaches q there and not below, so the ends lie on either side of it
+        start = int(np.minimum(np.searchsorted(np.cumsum(self.mle), reach), k - 1))
+
         def first(pred):  # first index in 0..k-1 with pred true (pred monotone), k - 1 if none
-            lo, hi = 0, k - 1
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if pred(mid):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            return lo
+            return _first_true(pred, start, k)
 
         i_lo = first(lambda i: upper_cdf(i) >= reach)
         if not interp:
@@ -377,7 +365,7 @@ class Profile(ReadOnlyArrays):
         # lower end: the first t with upper F(t) >= q lies in cell i_lo (F(v_{i_lo}) is the cell's right edge)
         t_lo = cell_point(i_lo, lambda i, u: self._upper(h_at(i, u), L0, reach) >= reach, True)
         # upper end: the last t whose lower F(t) <= q: lower F first exceeds q in cell j
-        stay = q * (1.0 + 1e-12)
+        stay = _stay_level(q)
         j = first(lambda i: lower_cdf(i, stay) > stay)
         if lower_cdf(j, stay) <= stay:
             return t_lo, float(e[-1])
@@ -424,12 +412,61 @@ def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -
     obs = np.flatnonzero(counts > 0)
     c = counts[obs]
     A, AT = model.columns(obs)
-    p, _, _, _, _ = _mle(A, AT, c, float(n), model.k, tol, max_iter, model.dense)
-    p = np.maximum(p, 0.0)
-    p /= p.sum()
+    FA, _ = model.fast_columns(obs, (A, AT))
+    band = _band_of(FA) if FA is not A else None  # the FFT's banded Gram, for the interior point's steps
+    if getattr(estimate, "method", None) == "em" and float(getattr(estimate, "gap", math.inf)) <= tol:
+        p = np.asarray(estimate.p, dtype=float)  # an MLE already, certified within tol
+    else:
+        from .frequencies import _fit  # here: frequencies imports this module
+
+        with warnings.catch_warnings():  # an uncertified MLE only loosens the bounds (L0 uses its likelihood)
+            warnings.simplefilter("ignore")
+            p = np.asarray(_fit(model, counts, "em", tol, max_iter).p, dtype=float)
     q = AT @ p
     loglik = float(c @ np.log(q))
     gap = max(0.0, n * math.log(max(float(((A @ (c / q)) / n).max()), 1e-300)))
     return Profile(p=np.asarray(estimate.p, dtype=float), values=np.asarray(estimate.values), mle=p, loglik=loglik,
                    gap=gap, n=n, _A=A, _AT=AT, _c=c, _dense=bool(model.dense), _tol=tol, _max_iter=max_iter,
-                   _width=0 if model.dense else _band_width(A))
+                   _width=0 if model.dense else _band_width(A), _band=band)
+
+
+def _first_true(pred, start: int, k: int) -> int:
+    """The first ``i`` in ``0..k-1`` with ``pred(i)`` for a monotone ``pred`` (False, then True), ``k - 1`` if
+    none: galloping from ``start`` (steps 1, 2, 4, ... away from it), then bisection, so the calls grow with
+    the log of the distance from ``start``, not of ``k``."""
+    if pred(start):
+        hi, lo, step = start, -1, 1
+        while hi - step >= 0:
+            j = hi - step
+            if not pred(j):
+                lo = j
+                break
+            hi, step = j, 2 * step
+    else:
+        lo, hi, step = start, k - 1, 1
+        while lo + step < k - 1:
+            j = lo + step
+            if pred(j):
+                hi = j
+                break
+            lo, step = j, 2 * step
+    while hi - lo > 1:  # pred(lo) is False (or lo = -1), pred(hi) True (or hi = k - 1, by convention)
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _row_scaled_band(band, s):
+    """``v -> diag(s) (A diag(v) A^T) diag(s)`` in the upper banded storage of ``band(v)`` (that of ``A``):
+    the Gram of the row-scaled channel ``diag(s) A``."""
+
+    def scaled(v):
+        ab = band(v)
+        rows, k = ab.shape
+        i = np.arange(k)[None, :] - (rows - 1 - np.arange(rows))[:, None]  # ab[r, j] holds M[i, j]
+        return ab * s[None, :] * s[np.maximum(i, 0)]
+
+    return scaled

@@ -1,4 +1,4 @@
-"""Profile-likelihood intervals (sparseldp.estimation.profile): each end is an outer bound of the
+"""Profile-likelihood intervals (sparseldp.estimation.likelihood_ratio): each end is an outer bound of the
 exact likelihood-ratio interval and close to it (checked against a brute-force grid over the
 simplex of three values), they hold the MLE's own value, nest with the level, and bad input
 gets a clear error.  Coverage is measured by benchmarks/bench_coverage.py, not here."""
@@ -146,6 +146,22 @@ def test_range_interval_is_inside_zero_one_and_holds_the_mle(fitted, a, width):
     lo, hi = prof.interval("range", a=a, b=b)
     t = float(prof.mle[a:b + 1].sum())
     assert 0.0 <= lo <= t + 1e-12 and t <= hi + 1e-12 and hi <= 1.0
+
+
+@given(k=st.integers(1, 300), cut=st.integers(0, 310), start=st.integers(0, 299))
+def test_galloping_search_finds_the_first_true(k, cut, start):
+    from sparseldp.estimation.likelihood_ratio import _first_true
+
+    calls = []
+
+    def pred(i):
+        assert 0 <= i < k
+        calls.append(i)
+        return i >= cut
+
+    got = _first_true(pred, min(start, k - 1), k)
+    assert got == min(cut, k - 1)
+    assert len(calls) <= 2 * (abs(min(cut, k - 1) - min(start, k - 1)) + 1).bit_length() + 2
 
 
 def test_a_wide_kernel_gives_a_wide_interval():
