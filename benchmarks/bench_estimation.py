@@ -14,7 +14,8 @@ Rows (medians of repeated runs in this process):
   bump, a narrow one and a 10 % atom), whose counts are drawn directly from Q^T p.
 * window 275: the harder truth under design("laplace", eps=1, delta=1e-6, H=10): auto, the
   bootstrap B = 50 as one batch vs in blocks over threads (same seed, same run), B = 200 with its
-  refits in single precision (the default) vs double (same seed, same run).
+  refits in single precision (the default) vs double (same seed, same run); then the likelihood-ratio
+  intervals (``est.profile``) of the mean, a range query and the CDF at the atom, one run.
 * 1,000 values at (eps, delta, H) = (1, 1e-6, 10): auto and its bootstrap (B = 200) for Laplace
   (window 275) and Gaussian (window 695 as designed on 2026-11-29, 701 in earlier runs: a dense channel), on
   two bumps and on two atoms.
@@ -301,6 +302,19 @@ def _long_window(n, t_count) -> list[dict]:
                  "ratio": t_double / t_bs,
                  "note": f"double {t_double:.1f} s; mean interval ends moved {moved:.1e} of its width; "
                          f"fit + intervals {t_fit + t_bs:.1f} s"})
+    # likelihood-ratio intervals (est.profile): the MLE, then the mean's, a range query's and a CDF value's ends
+    t0 = time.perf_counter()
+    prof = est.profile(mech)
+    t_mle = time.perf_counter() - t0
+    ends = {}
+    for stat, kw in (("mean", {}), ("range", {"a": 3000, "b": 4000}), ("cdf", {"x": K // 5})):
+        t0 = time.perf_counter()
+        ends[stat] = (prof.interval(stat, **kw), time.perf_counter() - t0)
+    rows.append({"name": f"window {mech.s}: likelihood-ratio intervals (MLE + mean + range + CDF)",
+                 "median_s": t_mle + sum(t for _, t in ends.values()),
+                 "note": f"MLE {t_mle:.1f} s; " + "; ".join(
+                     f"{stat} [{lo:.6g}, {hi:.6g}] {t:.1f} s" for stat, ((lo, hi), t) in ends.items())
+                 + f"; auto's CDF at {K // 5}: {est.cdf(K // 5):.4g} (one run each)"})
     return rows
 
 

@@ -570,6 +570,20 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
     assert rc == 0 and "LR high" in out and "likelihood-ratio intervals (profile likelihood" in out
     rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json")
     assert rc == 0 and "lr_low" not in json.loads(out)["statistics"][0]
+    assert "ruled_out" not in json.loads(out)
+    # EMS smooths two atoms away: the reports rule out its P(X = 3), and the CLI says so
+    x = np.random.default_rng(2).choice([3, 7], size=5000, p=[0.6, 0.4])
+    y = SparseLaplace(lam=0.5, s=7).sample(x, rng=3)
+    (d / "atoms.csv").write_text("y\n" + "\n".join(map(str, y)) + "\n")
+    rc, out, err = run(capsys, "estimate", d / "atoms.csv", "-m", d / "mech.json", "-c", "y", "--domain", "0:9",
+                       "--method", "ems", "--range", "3:3", "--bootstrap", "0", "--profile", "-o", d / "a.csv",
+                       "--json")
+    assert rc == 0, err
+    summary = json.loads(out)
+    row = {r["statistic"]: r for r in summary["statistics"]}["P(3 <= X <= 3)"]
+    assert row["value"] < row["lr_low"] <= 0.6 <= row["lr_high"]
+    assert "P(3 <= X <= 3)" in summary["ruled_out"]
+    assert "the reports rule out the estimate's" in err and "P(3 <= X <= 3)" in err
 
 
 def test_estimate_says_which_mean_is_which_and_calls_only_regularized_estimates_so(d, capsys):

@@ -20,7 +20,10 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
 * ``--profile``: also the likelihood-ratio interval of each statistic but the variance
   (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
-  ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.
+  ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.  A
+  statistic whose estimate falls outside its LR interval (the reports rule it out: a
+  regularized estimate that smoothed away atoms or heaps) gets a warning on stderr and is
+  listed in ``ruled_out`` in ``--json``.
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
   then on stderr): on any error nothing is written.  ``-`` as the input reads
@@ -371,6 +374,9 @@ def estimate_command(
     summary["bootstrap"] = boot
     summary["robust"] = robust
     summary["profile"] = profile
+    if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
+        summary["ruled_out"] = [r["statistic"] for r in stats_rows
+                                if r["lr_low"] is not None and not r["lr_low"] <= r["value"] <= r["lr_high"]]
     table = _table_bytes(values, est.p, table_fmt, per_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
@@ -382,6 +388,11 @@ def estimate_command(
         sys.stdout.flush()
 
     notes = [f"warning: {w.message}" for w in caught]
+    if profile and summary["ruled_out"]:
+        outside = summary["ruled_out"]
+        notes.append(f"warning: the reports rule out the estimate's {', '.join(outside)} at the {confidence:.0%} "
+                     f"level (outside the likelihood-ratio interval): the estimate's regularization biases "
+                     f"{'it' if len(outside) == 1 else 'them'}; trust the LR interval there")
     if mean is None:
         notes.append("warning: the mean is not estimated from a single report (its standard error needs at "
                      "least 2)")
@@ -451,7 +462,8 @@ def estimate_command(
             "fit on the same reports and bootstrapped too")
     elif boot and regularized:
         say(f"the intervals cover the regularized estimate ({est.regularization or est.method}), assuming the "
-            "distribution is as smooth; for heaped or rounded values add --robust")
+            "distribution is as smooth; for heaped or rounded values add --robust"
+            + ("" if profile else ", and --profile for what the reports alone pin down"))
     for note in notes:
         typer.echo(note, err=True)
     if plot_bytes is not None:
