@@ -180,6 +180,8 @@ def test_bad_input(fitted):
         prof.interval("var")
     with pytest.raises(ValueError, match="kind must be None or 'profile'"):
         prof.interval("mean", kind="span")
+    with pytest.raises(TypeError, match="kind must be None or 'profile'"):
+        prof.interval("mean", kind=3)
     with pytest.raises(ValueError, match="level"):
         prof.interval("mean", 1.5)
     with pytest.raises(TypeError, match="stat must be"):

@@ -113,7 +113,7 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
             row = {"statistic": name, "value": float(value), "ci_low": float(lo), "ci_high": float(hi)}
         if prof is not None:
             lo = hi = None
-            if fn != est.var:  # the variance is not linear in p: no likelihood-ratio interval here
+            if name != "variance":  # the variance is not linear in p: no likelihood-ratio interval here
                 _, (lo, hi) = fn(ci=prof, level=level, **kw)
                 lo, hi = float(lo), float(hi)
             row["lr_low"], row["lr_high"] = lo, hi
@@ -375,8 +375,9 @@ def estimate_command(
     summary["robust"] = robust
     summary["profile"] = profile
     if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
-        summary["ruled_out"] = [r["statistic"] for r in stats_rows
-                                if r["lr_low"] is not None and not r["lr_low"] <= r["value"] <= r["lr_high"]]
+        slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
+        summary["ruled_out"] = [r["statistic"] for r in stats_rows if r["lr_low"] is not None and not
+                                r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
     table = _table_bytes(values, est.p, table_fmt, per_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
@@ -442,7 +443,9 @@ def estimate_command(
     from rich.table import Table
 
     tab = Table(title=(f"derived statistics, {confidence:.0%} intervals from a parametric bootstrap "
-                       f"({boot} replicates)") if boot else "derived statistics (no intervals: --bootstrap 0)")
+                       f"({boot} replicates)") if boot else
+                "derived statistics (no bootstrap intervals: --bootstrap 0)" if profile else
+                "derived statistics (no intervals: --bootstrap 0)")
     tab.add_column("statistic")
     cols = ("estimate", "low", "high") + (("LR low", "LR high") if profile else ())
     for col in cols:

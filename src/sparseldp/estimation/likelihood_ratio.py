@@ -279,6 +279,8 @@ class Profile(ReadOnlyArrays):
         (lo, hi) : floats, or arrays of the statistic's shape.
         """
         level = _check_level(level)
+        if kind is not None and not isinstance(kind, str):
+            raise TypeError(f"kind must be None or 'profile' for a Profile; got {type(kind).__name__} {kind!r}")
         if kind is not None and kind != "profile":
             raise ValueError(f"kind must be None or 'profile' for a Profile; got {kind!r}")
         if not isinstance(stat, str):
