@@ -148,6 +148,43 @@ def test_range_interval_is_inside_zero_one_and_holds_the_mle(fitted, a, width):
     assert 0.0 <= lo <= t + 1e-12 and t <= hi + 1e-12 and hi <= 1.0
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), lo=st.integers(0, 29), width=st.integers(0, 10), toward_range=st.booleans())
+def test_points_on_the_sets_boundary_lie_inside_every_interval(fitted, seed, lo, width, toward_range):
+    # from the MLE towards another distribution (random, or the MLE's mass moved into the range) up to the
+    # set's boundary: that point's statistics are inside the intervals, and the range's reaches near its end
+    est, prof = fitted
+    model = _model(MECH, est.domain)
+    Q = model.unscaled()
+    Q = Q.toarray() if hasattr(Q, "toarray") else np.asarray(Q)
+    c = np.asarray(est.counts, dtype=float)
+    keep = c > 0
+    Q, c = Q[:, keep], c[keep]
+    kappa = 0.5 * 1.959963984540054 ** 2
+    L0 = float(c @ np.log(prof.mle @ Q)) - kappa
+    b = min(29, lo + width)
+    gen = np.random.default_rng(seed)
+    if toward_range:
+        r = np.zeros_like(prof.mle)
+        r[lo:b + 1] = prof.mle[lo:b + 1] + 1e-3
+    else:
+        r = gen.dirichlet(np.full(prof.mle.size, 0.5))
+    r /= r.sum()
+    t_in, t_out = 0.0, 1.0
+    for _ in range(50):  # the last t in [0, 1] whose mixture stays in the set
+        t = 0.5 * (t_in + t_out)
+        if float(c @ np.log(((1 - t) * prof.mle + t * r) @ Q)) >= L0:
+            t_in = t
+        else:
+            t_out = t
+    p = (1 - t_in) * prof.mle + t_in * r
+    v = est.values
+    for stat, kw, t in [("range", {"a": lo, "b": b}, float(p[lo:b + 1].sum())), ("cdf", {"x": lo}, float(p[:lo + 1].sum())),
+                        ("mean", {}, float(p @ v))]:
+        a, z = prof.interval(stat, **kw)
+        assert a - 1e-9 <= t <= z + 1e-9, (stat, kw, t, (a, z))
+
+
 @given(k=st.integers(1, 300), cut=st.integers(0, 310), start=st.integers(0, 299))
 def test_galloping_search_finds_the_first_true(k, cut, start):
     from sparseldp.estimation.likelihood_ratio import _first_true
