@@ -72,6 +72,8 @@ import scipy.sparse as sp
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
 from ._ipm import _band_width, _ipm, _ipm_affordable
+from ._parallel import concurrently
+from ._path import _SIDE_BY_SIDE_K
 from .mle import _band_of, _mle
 from .model import model_for
 from .replicates import Bootstrap, _check_level
@@ -255,8 +257,11 @@ class Profile(ReadOnlyArrays):
             return h0, h0
         g = (h - h0) / (h1 - h0)
         L0 = self.loglik - kappa
-        hi = self._upper(g, L0)
-        lo = 1.0 - self._upper(1.0 - g, L0)
+        # the two ends are independent: side by side on large sparse channels (the banded Cholesky and the
+        # products release the GIL; on small or dense ones threads only contend, as in _path)
+        threads = 2 if (not self._dense and g.size >= _SIDE_BY_SIDE_K) else 1
+        hi, top = concurrently(lambda: self._upper(g, L0), lambda: self._upper(1.0 - g, L0), threads=threads)
+        lo = 1.0 - top
         return h0 + (h1 - h0) * max(lo, 0.0), h0 + (h1 - h0) * min(hi, 1.0)
 
     # -- statistics ----------------------------------------------------------------------
@@ -343,11 +348,8 @@ class Profile(ReadOnlyArrays):
         def first(pred):  # first index in 0..k-1 with pred true (pred monotone), k - 1 if none
             return _first_true(pred, start, k)
 
-        i_lo = first(lambda i: upper_cdf(i) >= reach)
-        if not interp:
-            i_hi = first(lambda i: lower_cdf(i, reach) >= reach)
-            return float(v[i_lo]), float(v[i_hi])
         e = _edges(v)
+        stay = _stay_level(q)
 
         def h_at(i, u):  # the grouped-data CDF at fraction u of cell i: F(v_{i-1}) + u p_i
             h = (np.arange(k) < i).astype(float)
@@ -364,14 +366,23 @@ class Profile(ReadOnlyArrays):
                     lo = mid
             return e[i] + (lo if outward_low else hi) * (e[i + 1] - e[i])
 
-        # lower end: the first t with upper F(t) >= q lies in cell i_lo (F(v_{i_lo}) is the cell's right edge)
-        t_lo = cell_point(i_lo, lambda i, u: self._upper(h_at(i, u), L0, reach) >= reach, True)
-        # upper end: the last t whose lower F(t) <= q: lower F first exceeds q in cell j
-        stay = _stay_level(q)
-        j = first(lambda i: lower_cdf(i, stay) > stay)
-        if lower_cdf(j, stay) <= stay:
-            return t_lo, float(e[-1])
-        t_hi = cell_point(j, lambda i, u: 1.0 - self._upper(1.0 - h_at(i, u), L0, 1.0 - stay) > stay, False)
+        def low_end():  # the first t whose upper CDF end reaches q: in cell i_lo (its right edge is v_{i_lo})
+            i_lo = first(lambda i: upper_cdf(i) >= reach)
+            if not interp:
+                return float(v[i_lo])
+            return cell_point(i_lo, lambda i, u: self._upper(h_at(i, u), L0, reach) >= reach, True)
+
+        def high_end():  # the first value whose lower CDF end reaches q; interpolated: the last t whose lower
+            if not interp:  # end stays at or below q, in the cell j where it first exceeds q
+                return float(v[first(lambda i: lower_cdf(i, reach) >= reach)])
+            j = first(lambda i: lower_cdf(i, stay) > stay)
+            if lower_cdf(j, stay) <= stay:
+                return float(e[-1])
+            return cell_point(j, lambda i, u: 1.0 - self._upper(1.0 - h_at(i, u), L0, 1.0 - stay) > stay, False)
+
+        # the two ends are independent: side by side on large sparse channels (as in _ends)
+        threads = 2 if (not self._dense and k >= _SIDE_BY_SIDE_K) else 1
+        t_lo, t_hi = concurrently(low_end, high_end, threads=threads)
         return t_lo, t_hi
 
 
