@@ -583,7 +583,7 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
     row = {r["statistic"]: r for r in summary["statistics"]}["P(3 <= X <= 3)"]
     assert row["value"] < row["lr_low"] <= 0.6 <= row["lr_high"]
     assert "P(3 <= X <= 3)" in summary["ruled_out"]
-    assert "the reports rule out the estimate's" in err and "P(3 <= X <= 3)" in err
+    assert "the reports disfavour the estimate at the 95% level" in err and "P(3 <= X <= 3) 0.1" in err
 
 
 def test_estimate_says_which_mean_is_which_and_calls_only_regularized_estimates_so(d, capsys):

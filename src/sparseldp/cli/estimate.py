@@ -21,9 +21,9 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
   ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.  A
-  statistic whose estimate falls outside its LR interval (the reports rule it out: a
-  regularized estimate that smoothed away atoms or heaps) gets a warning on stderr and is
-  listed in ``ruled_out`` in ``--json``.
+  statistic whose estimate falls outside its LR interval (the reports disfavour it at that
+  level: usually a regularized estimate that smoothed away atoms or heaps, sometimes chance)
+  gets a warning on stderr and is listed in ``ruled_out`` in ``--json``.
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
   then on stderr): on any error nothing is written.  ``-`` as the input reads
@@ -390,10 +390,13 @@ def estimate_command(
 
     notes = [f"warning: {w.message}" for w in caught]
     if profile and summary["ruled_out"]:
-        outside = summary["ruled_out"]
-        notes.append(f"warning: the reports rule out the estimate's {', '.join(outside)} at the {confidence:.0%} "
-                     f"level (outside the likelihood-ratio interval): the estimate's regularization biases "
-                     f"{'it' if len(outside) == 1 else 'them'}; trust the LR interval there")
+        rows = {r["statistic"]: r for r in stats_rows}
+        outside = "; ".join(f"{name} {fmt(rows[name]['value'], 6)} not in [{fmt(rows[name]['lr_low'], 6)}, "
+                            f"{fmt(rows[name]['lr_high'], 6)}]" for name in summary["ruled_out"])
+        notes.append(f"warning: the reports disfavour the estimate at the {confidence:.0%} level, outside the "
+                     f"likelihood-ratio interval: {outside}; a regularized estimate's bias is the usual cause "
+                     f"(far outside: atoms or heaps smoothed away), chance the other (just outside: at "
+                     f"{confidence:.0%}, about one statistic in {round(1 / (1 - confidence)):,})")
     if mean is None:
         notes.append("warning: the mean is not estimated from a single report (its standard error needs at "
                      "least 2)")
