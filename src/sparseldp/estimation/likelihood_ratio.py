@@ -172,8 +172,11 @@ class Profile(ReadOnlyArrays):
             q0 = BT @ s
             gap0 = n * math.log(max(float(((B @ (c / q0)) / n).max()), 1e-300))
             band = None if self._band is None else _row_scaled_band(self._band, 1.0 / w)
-            pp, _, conv, _ = _ipm(B, BT, c, n, self._tol, self._dense, band, p0=s, gap0=max(gap0, self._tol))
-            if not conv:
+            pp, _, conv, gap = _ipm(B, BT, c, n, self._tol, self._dense, band, p0=s, gap0=max(gap0, self._tol))
+            if not conv:  # (a factorization failed on the way): once more from the uniform start
+                pu, _, conv, gap_u = _ipm(B, BT, c, n, self._tol, self._dense, band)
+                pp = pu if conv or gap_u < gap else pp
+            if not conv:  # then EM and Newton (mle._mle) from the better point
                 s, pp = pp, None
         if pp is None:
             pp, _, _, _, _ = _mle(B, BT, c, n, s.size, self._tol, self._max_iter, self._dense, p0=s)
