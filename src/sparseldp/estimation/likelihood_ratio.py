@@ -207,17 +207,20 @@ class Profile(ReadOnlyArrays):
         p_warm = self.mle
 
         def evaluate(beta, warm):
-            nonlocal best, decided
+            nonlocal best, inner, decided
             out = self._tilted(1.0 - beta * h, warm)
             if out is None:
                 return None
             p, ll, M = out
             best = min(best, -math.expm1((L0 - M) / n) / beta)
-            if threshold is not None and (best < threshold or (ll >= L0 and float(h @ p) >= threshold)):
+            if ll >= L0:  # a point of the set: the end is at least its value (which no rounding may undercut)
+                inner = max(inner, float(h @ p))
+            if threshold is not None and (max(best, inner) < threshold or inner >= threshold):
                 decided = True
             return p, ll - L0
 
         decided = False
+        inner = theta0  # the MLE is in the set
 
         # Near the MLE the set's frontier is quadratic: the drop d(beta) = loglik(MLE) - loglik(p_beta) grows
         # as (n beta se)^2 / 2, so log d is about linear in u = log beta (slope 2).  The search steps to
@@ -258,7 +261,7 @@ class Profile(ReadOnlyArrays):
                 if not (lo < u_new < hi):
                     u_new = 0.5 * (lo + hi)
             u = u_new
-        return min(best, 1.0)
+        return min(max(best, inner), 1.0)
 
     def _ends(self, h, kappa):
         """``(lo, hi)`` of ``h^T p`` for any real ``h`` (affine rescaling to ``[0, 1]``)."""
@@ -438,7 +441,8 @@ def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -
     A, AT = model.columns(obs)
     FA, _ = model.fast_columns(obs, (A, AT))
     band = _band_of(FA) if FA is not A else None  # the FFT's banded Gram, for the interior point's steps
-    if getattr(estimate, "method", None) == "em" and float(getattr(estimate, "gap", math.inf)) <= tol:
+    mle_already = getattr(estimate, "method", None) == "em" or getattr(estimate, "regularization", None) == "em mle"
+    if mle_already and float(getattr(estimate, "gap", math.inf)) <= tol:
         p = np.asarray(estimate.p, dtype=float)  # an MLE already, certified within tol
     else:
         from .frequencies import _fit  # here: frequencies imports this module
