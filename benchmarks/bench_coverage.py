@@ -26,7 +26,8 @@ Rows: ``coverage <method> <shape> <stat>`` with ``median_s`` the median time of
 one bootstrap (B = 200) and the note ``span <cov> (w <width>) | hull ... | basic ... | pct ...``
 (coverage in %, mean interval width).  Target: 93-97 %.
 
-Repetitions: ``REPS[method]`` (200 for auto and EMS; 8 for EM and auto-robust, 20 with
+Repetitions: ``REPS[method]`` (200 for auto and EMS; 40 for auto-profile, 200 with ``SPARSELDP_BENCH_FULL=1``,
+whose rows time the likelihood-ratio intervals alone; 8 for EM and auto-robust, 20 with
 ``SPARSELDP_BENCH_FULL=1``: an EM bootstrap costs a few seconds, 1.9-2.4 s at B = 200
 after batching the refits).  A binomial 95 % band for the coverage
 estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95 * 0.05 / R)`` (+-3.1 points
