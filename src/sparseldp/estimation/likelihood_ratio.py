@@ -47,7 +47,7 @@ Coverage and width
 ------------------
 The likelihood-ratio interval covers with probability about ``level`` where the truth is inside
 the simplex and the statistic is identified (the mean: 95.0-96.0 % in 200 repetitions per truth
-under the Laplace setting of ``benchmarks/bench_coverage.py``, 90.0-98.3 % in 60 under its
+under the Laplace setting of ``benchmarks/bench_coverage.py``, 93.5-95.0 % under its
 Gaussian one, at the width of ``estimate_mean``'s), and more where positivity binds or the
 reports cannot resolve the statistic (ranges, CDF values, quantiles and single frequencies:
 95.5-100 % in every cell measured, real heaped columns included): there it is wide because the
