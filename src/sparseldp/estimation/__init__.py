@@ -164,6 +164,7 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.likelihood_ratio`: :func:`profile` and :class:`Profile`, likelihood-ratio
   intervals of the linear statistics (the profile likelihood, outer bounds with certificates):
   what the reports alone pin down, with no smoothness assumed
+* ``_lr_search``: one end of such an interval (the tilted MLEs and the search for the boundary)
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
   quantiles' CDF inversion, the robust hull) from the replicate distributions
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood

@@ -22,7 +22,7 @@ from .auto import _fit_auto
 from .model import _Model, _model, check_exact_domain, keep_model
 from .intervals import bootstrap, statistic
 from .likelihood_ratio import profile
-from .mle import _mle
+from .mle import _certificate, _mle
 from .stats import _check_dist
 from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, project_simplex
 
@@ -223,12 +223,6 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
             stacklevel=3,
         )
     return est
-
-
-def _certificate(A, c, q, n_f: float) -> float:
-    """``max(0, n log max_x g_x)`` with ``g = A (c / q) / n``: the certified gap at the point whose output
-    probabilities (column-scaled, all positive) are ``q``."""
-    return max(0.0, n_f * math.log(max(float(((A @ (c / q)) / n_f).max()), 1e-300)))
 
 
 def _exact_gap(A, AT, c, n_f: float, p) -> float:

@@ -126,7 +126,7 @@ import numpy as np
 from .._rng import simulation_generator
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
-from .model import model_for
+from .model import checked_counts, model_for
 from .likelihood_ratio import Profile
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .replicates import Bootstrap, _check_level
@@ -313,14 +313,7 @@ def bootstrap(estimate, mechanism, *, B: int = 100, rng=None, smooth: int | None
         raise ValueError("robust=True refits the MLE on the estimate's report counts, and this estimate "
                          "carries none (estimate_frequencies(..., return_info=True) keeps them)")
     if counts is not None:  # the estimate's own reports: they must be this mechanism's outputs on the domain
-        counts = np.asarray(counts, dtype=float)
-        total = float(counts.sum())
-        if (counts.shape != (model.m,) or not np.isfinite(total) or bool((counts < 0).any())
-                or round(total) != n):
-            size = counts.shape[0] if counts.ndim else 0
-            raise ValueError(f"estimate.counts must be the {n:,} reports' counts on the {model.m} outputs of the "
-                             f"domain {estimate.domain} under this mechanism (finite, >= 0); got {size} entries "
-                             f"summing to {total:g}: is it the mechanism the estimate was fitted with?")
+        counts = checked_counts(estimate, model)
     q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()

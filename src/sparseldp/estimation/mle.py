@@ -59,6 +59,12 @@ _ACTIVE_DENSE = 200_000
 _IPM_AFTER_ACTIVE = 1e8
 
 
+def _certificate(A, c, q, n_f: float) -> float:
+    """``max(0, n log max_x g_x)`` with ``g = A (c / q) / n``: the certified gap at the point whose output
+    probabilities (column-scaled, all positive) are ``q``."""
+    return max(0.0, n_f * math.log(max(float(((A @ (c / q)) / n_f).max()), 1e-300)))
+
+
 def _em(A, AT, c, n, p0, tol, max_iter, history=None, step=True):
     """SQUAREM-accelerated EM on observed columns; returns (p, evals, converged, gap).
 

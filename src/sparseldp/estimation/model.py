@@ -295,6 +295,20 @@ def keep_model(estimate, mechanism, model: _Model):
     return estimate
 
 
+def checked_counts(estimate, model: _Model) -> np.ndarray:
+    """``estimate.counts`` as floats, checked to be its ``n`` reports' counts on ``model``'s outputs (finite,
+    ``>= 0``): a ValueError names the mismatch (another mechanism's outputs, most likely)."""
+    counts = np.asarray(estimate.counts, dtype=float)
+    n = int(estimate.n)
+    total = float(counts.sum())
+    if counts.shape != (model.m,) or not np.isfinite(total) or bool((counts < 0).any()) or round(total) != n:
+        size = counts.shape[0] if counts.ndim else 0
+        raise ValueError(f"estimate.counts must be the {n:,} reports' counts on the {model.m} outputs of the "
+                         f"domain {estimate.domain} under this mechanism (finite, >= 0); got {size} entries "
+                         f"summing to {total:g}: is it the mechanism the estimate was fitted with?")
+    return counts
+
+
 def model_for(estimate, mechanism) -> _Model:
     """The model of ``mechanism`` on ``estimate.domain``: the one the estimate's fit built when it kept it
     (:func:`keep_model`) for this very channel (the same object), else a new one."""
