@@ -32,8 +32,8 @@ whose rows time the likelihood-ratio intervals alone; 8 for EM and auto-robust, 
 after batching the refits).  A binomial 95 % band for the coverage
 estimate of a correct 95 % interval over R repetitions is about ``+- 2 sqrt(0.95 * 0.05 / R)`` (+-3.1 points
 at R = 200).  Run alone: ``python benchmarks/bench_coverage.py [auto|ems|em|auto-robust|auto-profile] [reps]``.
-``auto-profile`` scores the profile-likelihood intervals (``est.profile(mechanism)``, kind ``profile``; no
-variance, which is not linear; every value's only with ``SPARSELDP_COVERAGE_PROFILE_EACH=1``).
+``auto-profile`` scores the profile-likelihood intervals (``est.profile(mechanism)``, kind ``profile``; every
+value's only with ``SPARSELDP_COVERAGE_PROFILE_EACH=1``).
 Set ``OPENBLAS_NUM_THREADS=1`` on a shared 2-core machine: the batched EMS refit
 (200 x 100 by 100 x 236 products) was 30x slower with threaded BLAS under load.
 ``SPARSELDP_COVERAGE_FAMILY=gaussian`` runs the same with ``design("gaussian", eps=1,
@@ -166,39 +166,48 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
                                        method=method.removesuffix("-robust").removesuffix("-profile"),
                                        return_info=True)
             t0 = time.perf_counter()
-            if profiled:  # the likelihood-ratio intervals (no bootstrap); the variance has none
-                prof = est.profile(mech)
-                for name, kw in stat_list:
-                    if name != "var":
-                        lo, hi = prof.interval(_stat_of(name), 0.95, **kw)
-                        res[name]["profile"].append((lo <= truth[name] <= hi, hi - lo))
-                if PROFILE_EACH:
-                    lo, hi = prof.interval("p", 0.95)
-                    res["each value"]["profile"].append(((lo <= p) & (p <= hi), hi - lo))
-                times.append(time.perf_counter() - t0)
-                continue
-            bs = bootstrap(est, mech, B=B, rng=gen, robust=robust)
-            times.append(time.perf_counter() - t0)
-        own = dataclasses.replace(bs, reference=None)
-        fewer = {f"span B={b}": dataclasses.replace(
-            bs, replicates=bs.replicates[:b],
-            reference=None if bs.reference is None else dataclasses.replace(bs.reference,
-                                                                            replicates=bs.reference.replicates[:b]))
-            for b in FEWER if b < B}
-
-        def which(kind):
-            return (own, "span") if kind == "own" else (fewer[kind], "span") if kind in fewer else (bs, kind)
-
-        for name, kw in stat_list:
-            for kind in kinds:
-                b, k = which(kind)
-                lo, hi = b.interval(_stat_of(name), 0.95, kind=k, **kw)
-                res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
-        for kind in kinds:  # every frequency: which values are covered (scored over values below)
-            b, k = which(kind)
-            lo, hi = b.interval("p", 0.95, kind=k)
-            res["each value"][kind].append(((lo <= p) & (p <= hi), hi - lo))
+            if profiled:
+                _score_profile(est.profile(mech), stat_list, truth, p, res)
+            else:
+                bs = bootstrap(est, mech, B=B, rng=gen, robust=robust)
+            times.append(time.perf_counter() - t0)  # the intervals' own time: the bootstrap, or the profile's
+        if not profiled:
+            _score_bootstrap(bs, kinds, stat_list, truth, p, res)
     return res, times
+
+
+def _score_profile(prof, stat_list, truth, p, res):
+    """The likelihood-ratio intervals (no bootstrap) of each statistic, and with ``PROFILE_EACH`` every value's."""
+    for name, kw in stat_list:
+        lo, hi = prof.interval(_stat_of(name), 0.95, **kw)
+        res[name]["profile"].append((lo <= truth[name] <= hi, hi - lo))
+    if PROFILE_EACH:
+        lo, hi = prof.interval("p", 0.95)
+        res["each value"]["profile"].append(((lo <= p) & (p <= hi), hi - lo))
+
+
+def _score_bootstrap(bs, kinds, stat_list, truth, p, res):
+    """The bootstrap's intervals of each kind: its own kinds, ``own`` (a robust bootstrap without its
+    reference) and ``span B=b`` (the span on the first ``b`` replicates)."""
+    own = dataclasses.replace(bs, reference=None)
+    fewer = {f"span B={b}": dataclasses.replace(
+        bs, replicates=bs.replicates[:b],
+        reference=None if bs.reference is None else dataclasses.replace(bs.reference,
+                                                                        replicates=bs.reference.replicates[:b]))
+        for b in FEWER if b < B}
+
+    def which(kind):
+        return (own, "span") if kind == "own" else (fewer[kind], "span") if kind in fewer else (bs, kind)
+
+    for name, kw in stat_list:
+        for kind in kinds:
+            b, k = which(kind)
+            lo, hi = b.interval(_stat_of(name), 0.95, kind=k, **kw)
+            res[name][kind].append((lo <= truth[name] <= hi, hi - lo))
+    for kind in kinds:  # every frequency: which values are covered (scored over values below)
+        b, k = which(kind)
+        lo, hi = b.interval("p", 0.95, kind=k)
+        res["each value"][kind].append(((lo <= p) & (p <= hi), hi - lo))
 
 
 def _rows(method, shape, reps):
@@ -208,7 +217,7 @@ def _rows(method, shape, reps):
         parts = []
         for kind in res[name]:
             tag = "pct" if kind == "percentile" else "own span" if kind == "own" else kind
-            if not res[name][kind]:  # the profile has no variance (not linear) and per value only on request
+            if not res[name][kind]:  # the profile's per-value intervals only on request
                 continue
             hits = np.array([h for h, _ in res[name][kind]], dtype=float)
             widths = np.array([w for _, w in res[name][kind]])

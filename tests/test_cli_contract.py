@@ -560,12 +560,12 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
     summary = json.loads(out)
     assert summary["profile"] is True
     rows = {r["statistic"]: r for r in summary["statistics"]}
-    assert rows["variance"]["lr_low"] is None and rows["variance"]["lr_high"] is None  # not linear: none
-    for name in ("mean", "quantile 0.5", "P(2 <= X <= 6)"):
+    for name in ("mean", "variance", "quantile 0.5", "P(2 <= X <= 6)"):
         r = rows[name]
         assert r["lr_low"] < r["lr_high"] and r["ci_low"] is None  # --bootstrap 0: no bootstrap intervals
     assert 0.0 <= rows["P(2 <= X <= 6)"]["lr_low"] and rows["P(2 <= X <= 6)"]["lr_high"] <= 1.0
     assert 0 <= rows["mean"]["lr_low"] and rows["mean"]["lr_high"] <= 9
+    assert 0 <= rows["variance"]["lr_low"] <= rows["variance"]["value"] <= rows["variance"]["lr_high"] <= 4.5**2
     rc, out, err = run(capsys, *base, "-o", d / "e2.csv", "--profile", "--bootstrap", "20")
     assert rc == 0 and "LR high" in out and "likelihood-ratio intervals (profile likelihood" in out
     rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json")

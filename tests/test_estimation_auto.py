@@ -274,7 +274,7 @@ def test_the_one_nat_slack_keeps_the_smooth_member_where_the_se_is_tiny():
 def test_the_ems_path_and_the_stopped_em_side_by_side_are_the_same_fits(monkeypatch):
     """_path._regularized_fits runs its EMS path and its stopped EM in two threads on large sparse channels
     (_parallel.concurrently): the same estimate, bit for bit, as one after the other."""
-    from sparseldp.estimation import _model, estimate_frequencies_full
+    from sparseldp.estimation import _model, _parallel, estimate_frequencies_full
 
     mech, k = SparseLaplace(lam=0.1, s=275), 1000
     model = _model(mech, (0, k - 1))
@@ -287,7 +287,7 @@ def test_the_ems_path_and_the_stopped_em_side_by_side_are_the_same_fits(monkeypa
     real = _path.concurrently
     monkeypatch.setattr(_path, "concurrently", lambda *fns: calls.append(len(fns)) or real(*fns))
     for side in (True, False):
-        monkeypatch.setattr(_path, "_SIDE_BY_SIDE_K", 0 if side else 10**9)
+        monkeypatch.setattr(_parallel, "SIDE_BY_SIDE_K", 0 if side else 10**9)
         fits[side] = estimate_frequencies_full(rc, mech, domain=(0, k - 1))
         assert bool(calls) == side  # the side-by-side run went through concurrently, the other did not
         calls.clear()

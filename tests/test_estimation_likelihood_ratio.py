@@ -37,7 +37,8 @@ def _fit(mech, p, n, seed, method="auto", k=None):
 
 def _grid_truth(mech, est, h, kappa):
     """max and min of h^T p over the grid points whose log-likelihood is within kappa of the best
-    (the best over the grid and the MLE): inner approximations of the exact ends."""
+    (the best over the grid and the MLE): inner approximations of the exact ends.  ``h="var"``: of the
+    variance instead."""
     model = _model(mech, est.domain)
     Q = np.asarray(model.unscaled() if model.dense else model.unscaled().toarray())
     c = np.asarray(est.counts, dtype=float)
@@ -53,8 +54,27 @@ def _grid_truth(mech, est, h, kappa):
         mle = mle * (Q @ (c / (mle @ Q))) / c.sum()
     best = max(float(ll.max()), float(np.log(mle @ Q) @ c))
     inside = ll >= best - kappa
-    t = P[inside] @ h
-    return float(t.min()), float(t.max())
+    if not isinstance(h, str):
+        t = P[inside] @ h
+        return float(t.min()), float(t.max())
+    # the variance on 0, 1, 2, whose slope on the grid is up to 4 per unit: each extreme polished on a grid
+    # 100 times finer around the best coarse point (two coarse steps each way)
+    v = np.arange(3.0)
+
+    def var(X):
+        return X @ v**2 - (X @ v) ** 2
+
+    ends = []
+    for pick in (np.argmin, np.argmax):
+        x0 = P[inside][pick(var(P[inside]))]
+        a, b = np.meshgrid(np.linspace(-2, 2, 401) / GRID, np.linspace(-2, 2, 401) / GRID, indexing="ij")
+        X = np.stack([x0[0] + a.ravel(), x0[1] + b.ravel(), x0[2] - a.ravel() - b.ravel()], axis=1)
+        X = X[np.all(X >= 0, axis=1)]
+        with np.errstate(divide="ignore"):
+            ok = np.log(X @ Q) @ c >= best - kappa
+        t = np.r_[var(X[ok]), var(x0[None, :])]
+        ends.append(float(t.min() if pick is np.argmin else t.max()))
+    return ends[0], ends[1]
 
 
 @pytest.mark.parametrize("case", range(len(GRID_CASES)))
@@ -75,6 +95,11 @@ def test_ends_are_outer_bounds_close_to_the_exact_interval(case, level):
         assert lo <= g_lo + 1e-9 * scale and hi >= g_hi - 1e-9 * scale, (stat, kw, (lo, hi), (g_lo, g_hi))
         # and close: within the grid's resolution (points near the set's edge are missing) and the certificates
         assert g_lo - lo <= 0.005 * scale and hi - g_hi <= 0.005 * scale, (stat, kw, (lo, hi), (g_lo, g_hi))
+    # the variance (not linear: a minimum of linear statistics, _Search.var_ends), on the scale of its range
+    lo, hi = prof.interval("var", level)
+    g_lo, g_hi = _grid_truth(mech, est, "var", kappa)
+    assert lo <= g_lo + 1e-9 and hi >= g_hi - 1e-9, ("var", (lo, hi), (g_lo, g_hi))
+    assert g_lo - lo <= 0.002 and hi - g_hi <= 0.002, ("var", (lo, hi), (g_lo, g_hi))  # measured: at most 7e-4
 
 
 MECH = SparseLaplace(lam=0.3, s=21)
@@ -92,7 +117,8 @@ def test_intervals_hold_the_mle_and_nest_with_the_level(fitted):
     assert isinstance(prof, Profile) and prof.gap <= 0.01
     v = est.values.astype(float)
     mle = prof.mle
-    for stat, kw, t in [("mean", {}, float(mle @ v)), ("cdf", {"x": 10}, float(mle[v <= 10].sum())),
+    for stat, kw, t in [("mean", {}, float(mle @ v)), ("var", {}, float(mle @ v**2 - (mle @ v) ** 2)),
+                        ("cdf", {"x": 10}, float(mle[v <= 10].sum())),
                         ("range", {"a": 8, "b": 15}, float(mle[(v >= 8) & (v <= 15)].sum()))]:
         outer = None
         for level in (0.5, 0.9, 0.99):
@@ -180,14 +206,14 @@ def test_points_on_the_sets_boundary_lie_inside_every_interval(fitted, seed, lo,
     p = (1 - t_in) * prof.mle + t_in * r
     v = est.values
     for stat, kw, t in [("range", {"a": lo, "b": b}, float(p[lo:b + 1].sum())), ("cdf", {"x": lo}, float(p[:lo + 1].sum())),
-                        ("mean", {}, float(p @ v))]:
+                        ("mean", {}, float(p @ v)), ("var", {}, float(p @ v**2 - (p @ v) ** 2))]:
         a, z = prof.interval(stat, **kw)
         assert a - 1e-9 <= t <= z + 1e-9, (stat, kw, t, (a, z))
 
 
 @given(k=st.integers(1, 300), cut=st.integers(0, 310), start=st.integers(0, 299))
 def test_galloping_search_finds_the_first_true(k, cut, start):
-    from sparseldp.estimation.likelihood_ratio import _first_true
+    from sparseldp.estimation._lr_search import _first_true
 
     calls = []
 
@@ -213,8 +239,8 @@ def test_a_wide_kernel_gives_a_wide_interval():
 
 def test_bad_input(fitted):
     est, prof = fitted
-    with pytest.raises(ValueError, match="variance is not linear"):
-        prof.interval("var")
+    with pytest.raises(TypeError, match="takes keyword arguments"):
+        prof.interval("var", x=3)
     with pytest.raises(ValueError, match="kind must be None or 'profile'"):
         prof.interval("mean", kind="span")
     with pytest.raises(TypeError, match="kind must be None or 'profile'"):

@@ -17,7 +17,7 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
-* ``--profile``: also the likelihood-ratio interval of each statistic but the variance
+* ``--profile``: also the likelihood-ratio interval of each statistic
   (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
   ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.  A
@@ -99,7 +99,7 @@ def _parse_quantiles(text: str) -> list[float]:
 def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_cdf", robust=False,
                 profiled=False):
     """Derived statistics with bootstrap intervals (and with ``profiled`` the likelihood-ratio ones, columns
-    ``lr_low, lr_high``; none for the variance): ``(rows, per-value intervals or None)``."""
+    ``lr_low, lr_high``): ``(rows, per-value intervals or None)``."""
     # seeded: the bootstrap only simulates on already privatized counts (no privacy role)
     b = est.bootstrap(target, B=B, rng=0, smooth=smooth if est.method == "ems" else None,
                       robust=robust) if B else None
@@ -112,11 +112,8 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
             value, (lo, hi) = fn(ci=b, level=level, **kw)
             row = {"statistic": name, "value": float(value), "ci_low": float(lo), "ci_high": float(hi)}
         if prof is not None:
-            lo = hi = None
-            if name != "variance":  # the variance is not linear in p: no likelihood-ratio interval here
-                _, (lo, hi) = fn(ci=prof, level=level, **kw)
-                lo, hi = float(lo), float(hi)
-            row["lr_low"], row["lr_high"] = lo, hi
+            _, (lo, hi) = fn(ci=prof, level=level, **kw)
+            row["lr_low"], row["lr_high"] = float(lo), float(hi)
         return row
 
     rows = [stat("mean", est.mean), stat("variance", est.var)]
@@ -223,8 +220,9 @@ def estimate_command(
         "--robust", help="Intervals that do not assume the distribution is as smooth as the estimate: the hull "
                          "of its bootstrap intervals and the MLE's (for heaped or rounded values; wider).")] = False,
     profile: Annotated[bool, typer.Option(
-        "--profile", help="Also print likelihood-ratio intervals (the profile likelihood) of the mean, quantiles "
-                          "and range: the values the reports alone do not rule out, no smoothness assumed.")] = False,
+        "--profile", help="Also print likelihood-ratio intervals (the profile likelihood) of the mean, variance, "
+                          "quantiles and range: the values the reports alone do not rule out, no smoothness "
+                          "assumed.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (count the reports with Spark; input: Parquet "
                          "file, directory or glob; needs the spark extra).")] = "local",
@@ -376,8 +374,8 @@ def estimate_command(
     summary["profile"] = profile
     if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
         slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
-        summary["ruled_out"] = [r["statistic"] for r in stats_rows if r["lr_low"] is not None and not
-                                r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
+        summary["ruled_out"] = [r["statistic"] for r in stats_rows
+                                if not r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
     table = _table_bytes(values, est.p, table_fmt, per_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
@@ -456,7 +454,7 @@ def estimate_command(
     for row in stats_rows:
         cells = [row["statistic"], fmt(row["value"], 6)]
         for key in ("ci_low", "ci_high") + (("lr_low", "lr_high") if profile else ()):
-            cells.append("-" if row[key] is None else fmt(row[key], 6))
+            cells.append("-" if row[key] is None else fmt(row[key], 6))  # no bootstrap: --bootstrap 0
         tab.add_row(*cells)
     console.print(tab)
     if profile:

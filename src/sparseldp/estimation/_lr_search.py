@@ -15,8 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._ipm import _ipm, _ipm_affordable
-from ._parallel import concurrently
-from ._path import _SIDE_BY_SIDE_K
+from ._parallel import concurrently, side_by_side
 from .mle import _certificate, _mle
 from .stats import _edges, _reach_level, _stay_level
 
@@ -27,6 +26,11 @@ _BOUNDARY_TOL = 0.02
 _MAX_SOLVES = 40
 # The largest tilt: beta = 1 - this (h's top values then weigh 10^9 times the others).
 _BETA_GAP = 1e-9
+# The variance's ends (_Search.var_ends): refined until their slack is at most this share of the half-width,
+# with at most this many searches for the upper end and linear ends for the lower one.
+_VAR_SLACK = 0.005
+_VAR_ROUNDS = 4
+_VAR_EVALS = 24
 # Bisection steps inside a cell for interpolated quantiles (ends rounded outwards by 1/2^this of a cell).
 _CELL_STEPS = 8
 
@@ -45,7 +49,7 @@ class _Search:
         self._dense, self._tol, self._max_iter, self._width, self._band = dense, tol, max_iter, width, band
         # an interval's two ends are independent: side by side on large sparse channels (the banded Cholesky and
         # the products release the GIL; on small or dense ones threads only contend, as in _path)
-        self._threads = 2 if (not dense and mle.size >= _SIDE_BY_SIDE_K) else 1
+        self._threads = 2 if side_by_side(dense, mle.size) else 1
 
     # -- one end -------------------------------------------------------------------------
     def _loglik(self, p) -> float:
@@ -97,89 +101,137 @@ class _Search:
         With ``threshold`` only the side of it matters (the quantiles' bisection): the search stops at
         the first bound below it, or at the first point of the set at or above it (then the bound
         returned, at least that point's value, is at or above it too).  ``memo`` (a dict) carries the
-        last tilt from one call to the next: the quantiles' probes of neighbouring CDF values start
-        where the previous one ended instead of at the naive standard error's tilt."""
+        last tilt from one call to the next (key ``"u"``): the quantiles' probes of neighbouring CDF values
+        start where the previous one ended instead of at the naive standard error's tilt; the search
+        also leaves there the point of the set with the largest ``h^T p`` it found (key ``"point"``)."""
         if float(h.max()) <= 0.0:
             return 0.0
         if float(h.min()) >= 1.0:
             return 1.0
         n = float(self.n)
         theta0 = float(h @ self.mle)
-        best = 1.0
-        p_warm = self.mle
-
-        def evaluate(beta, warm):
-            nonlocal best, inner, decided
-            out = self._tilted(1.0 - beta * h, warm)
-            if out is None:
-                return None
-            p, ll, M = out
-            best = min(best, -math.expm1((L0 - M) / n) / beta)
-            if ll >= L0:  # a point of the set: the end is at least its value (which no rounding may undercut)
-                inner = max(inner, float(h @ p))
-            if threshold is not None and (max(best, inner) < threshold or inner >= threshold):
-                decided = True
-            return p, ll - L0
-
-        decided = False
-        inner = theta0  # the MLE is in the set
-
-        # Near the MLE the set's frontier is quadratic: the drop d(beta) = loglik(MLE) - loglik(p_beta) grows
-        # as (n beta se)^2 / 2, so log d is about linear in u = log beta (slope 2).  The search steps to
-        # d = kappa along that line, its slope re-estimated from the last two fits (a secant on log d),
-        # inside the bracket of fits on either side of the boundary once there is one (else bisection).
+        tally = _Tally(theta0, self.mle, threshold)  # the MLE is in the set
         kappa = self.loglik - L0
         var = max(theta0 * (1.0 - theta0), 1.0 / n)  # the naive standard error's beta: the first guess
         u_max = math.log1p(-_BETA_GAP)
         u = min(u_max, math.log(min(0.5, math.sqrt(2.0 * kappa / (n * var)))))
         if memo is not None and memo.get("u") is not None:
             u = min(u_max, memo["u"])
-        lo = hi = prev = None  # u with r > 0 (inside the set), u with r < 0; the last (u, log d)
+        steps = _Secant(kappa, u_max)
+        p_warm = self.mle
         for _ in range(_MAX_SOLVES):
-            out = evaluate(math.exp(u), p_warm)
+            beta = math.exp(u)
+            out = self._tilted(1.0 - beta * h, p_warm)
             if memo is not None:
                 memo["u"] = u
             if out is None:
                 break
-            p, r = out
-            if abs(r) <= _BOUNDARY_TOL or decided:
+            p, ll, M = out
+            tally.add(-math.expm1((L0 - M) / n) / beta, float(h @ p) if ll >= L0 else None, p)
+            r = ll - L0
+            if abs(r) <= _BOUNDARY_TOL or tally.decided:
                 break
             if r > 0:
-                lo, p_warm = u, p
+                p_warm = p
                 if u >= u_max:  # h's top is reachable inside the set
                     break
-            else:
-                hi = u
-            d = kappa - r
-            slope = 2.0
-            if prev is not None and d > 0 and u != prev[0]:
-                est = (math.log(d) - prev[1]) / (u - prev[0])
-                if 0.25 <= est <= 8.0:
-                    slope = est
-            step = math.log(kappa / d) / slope if d > 0 else math.log(4.0)
-            step = max(-math.log(16.0), min(math.log(16.0), step))
-            if d > 0:
-                prev = (u, math.log(d))
-            u_new = min(u_max, u + step)
-            if lo is not None and hi is not None:
-                if hi - lo < 1e-9:
-                    break
-                if not (lo < u_new < hi):
-                    u_new = 0.5 * (lo + hi)
-            u = u_new
-        return min(max(best, inner), 1.0)
+            u = steps.next(u, r)
+            if u is None:
+                break
+        if memo is not None:
+            memo["point"] = tally.point
+        return tally.value
 
-    def ends(self, h, kappa):
-        """``(lo, hi)`` of ``h^T p`` for any real ``h`` (affine rescaling to ``[0, 1]``)."""
-        h = np.asarray(h, dtype=float)
+    def side(self, h, L0, upper: bool, memo=None) -> float:
+        """An outer bound of ``max`` (``upper``) or ``min h^T p`` over the set ``loglik >= L0``, any real ``h``
+        (affine rescaling to ``[0, 1]``); ``memo`` as in :meth:`upper`."""
         h0, h1 = float(h.min()), float(h.max())
         if h1 == h0:
-            return h0, h0
+            return h0
         g = (h - h0) / (h1 - h0)
+        if upper:
+            return h0 + (h1 - h0) * min(self.upper(g, L0, memo=memo), 1.0)
+        return h0 + (h1 - h0) * max(1.0 - self.upper(1.0 - g, L0, memo=memo), 0.0)
+
+    def ends(self, h, kappa):
+        """``(lo, hi)`` of ``h^T p`` for any real ``h``."""
+        h = np.asarray(h, dtype=float)
         L0 = self.loglik - kappa
-        hi, top = concurrently(lambda: self.upper(g, L0), lambda: self.upper(1.0 - g, L0), threads=self._threads)
-        lo = 1.0 - top
-        return h0 + (h1 - h0) * max(lo, 0.0), h0 + (h1 - h0) * min(hi, 1.0)
+        lo, hi = concurrently(lambda: self.side(h, L0, False), lambda: self.side(h, L0, True),
+                              threads=self._threads)
+        return lo, hi
+
+    def var_ends(self, kappa):
+        r"""``(lo, hi)``: outer bounds of the variance over the set, from linear ends alone.
+
+        The variance is a minimum of linear statistics, ``var(p) = min_c E_p (X - c)^2`` (at ``c`` the mean
+        of ``p``), and every ``p`` of the set has its mean in the mean's interval ``[m_lo, m_hi]``.
+
+        Upper end: for every ``c``, ``max_p var(p) <= max_p E_p (X - c)^2``, the upper end ``u(c)`` of a
+        linear statistic (weak duality; equality at the maximizer's mean, Sion's minimax theorem).  ``c``
+        starts at the MLE's mean and moves to the mean of the point each search ends on, while that
+        tightens the bound by more than :data:`_VAR_SLACK` of the upper half-width (at most
+        :data:`_VAR_ROUNDS` searches).  Also ``var(p) <= (v_max - m)(m - v_min)`` (Bhatia and Davis 2000)
+        at the worst ``m`` of the mean's interval: the bound where the set reaches the domain's ends.
+
+        Lower end: between two points ``a < b`` of the mean's interval, ``delta = b - a``, a mean
+        ``m = t a + (1 - t) b`` gives ``var(p) = t E_p(X - a)^2 + (1 - t) E_p(X - b)^2 - t (1 - t) delta^2``
+        (a parabola of curvature one in ``c``), so ``var(p) >= min_t [t l(a) + (1 - t) l(b) - t (1 - t)
+        delta^2]`` with ``l(c)`` the lower end of ``E_p (X - c)^2``: a lower bound on each cell of a grid of
+        the interval.  The cell with the smallest bound is halved until that bound is within
+        :data:`_VAR_SLACK` of the lower half-width of the smallest ``l`` found (branch and bound, at most
+        :data:`_VAR_EVALS` ends).  Both ends are rigorous outer bounds, as the linear ones are."""
+        v = self.values.astype(float)
+        L0 = self.loglik - kappa
+        m_lo, m_hi = self.ends(v, kappa)
+        m_hat = float(self.mle @ v)
+        var_hat = float(self.mle @ (v - m_hat) ** 2)
+        v0, v1 = float(v.min()), float(v.max())
+
+        def high():
+            m = min(max(0.5 * (v0 + v1), m_lo), m_hi)  # the worst mean for (v1 - m)(m - v0) in the interval
+            best, c, memo = (v1 - m) * (m - v0), m_hat, {}
+            for _ in range(_VAR_ROUNDS):
+                u = self.side((v - c) ** 2, L0, True, memo)
+                gain = best - u
+                best = min(best, u)
+                c_next = float(memo["point"] @ v)  # the mean of the end's point: near the maximizer's
+                if c_next == c or gain <= _VAR_SLACK * (best - var_hat):
+                    break
+                c = c_next
+            return best
+
+        def low():
+            memo, seen = {}, {}
+
+            def l(c):
+                if c not in seen:
+                    seen[c] = self.side((v - c) ** 2, L0, False, memo)
+                return seen[c]
+
+            def cell(a, b):  # (its lower bound, a, b)
+                la, lb, d2 = l(a), l(b), (b - a) ** 2
+                t = 0.5 if d2 == 0.0 else min(1.0, max(0.0, 0.5 - (la - lb) / (2.0 * d2)))
+                return t * la + (1.0 - t) * lb - t * (1.0 - t) * d2, a, b
+
+            if m_hi <= m_lo:
+                return max(l(m_lo), 0.0)
+            mid = 0.5 * (m_lo + m_hi)
+            cells = [cell(m_lo, mid), cell(mid, m_hi)]
+            while len(seen) < _VAR_EVALS:
+                i = min(range(len(cells)), key=lambda j: cells[j][0])
+                bound, a, b = cells[i]
+                top = min(seen.values())
+                if top - bound <= _VAR_SLACK * max(var_hat - top, 0.0):
+                    break
+                c = 0.5 * (a + b)
+                if not a < c < b:
+                    break
+                cells[i:i + 1] = [cell(a, c), cell(c, b)]
+            return max(min(cell_[0] for cell_ in cells), 0.0)
+
+        lo, hi = concurrently(low, high, threads=self._threads)
+        return lo, hi
 
     def quantile_ends(self, q: float, kappa: float, interp: bool):
         """``{t : q in CI(F(t))}``: from the first ``t`` whose upper CDF end reaches ``q`` to the first whose
@@ -238,6 +290,65 @@ class _Search:
 
         t_lo, t_hi = concurrently(low_end, high_end, threads=self._threads)
         return t_lo, t_hi
+
+
+class _Tally:
+    """What the tilted fits of one end have shown: the tightest outer bound ``best``, the largest value
+    ``inner`` of a point of the set (and that ``point``), and with a ``threshold`` whether its side is settled."""
+
+    def __init__(self, inner: float, point, threshold):
+        self.best, self.inner, self.point, self.threshold = 1.0, inner, point, threshold
+        self.decided = False
+
+    def add(self, bound: float, inner, point):
+        """A fit's bound, and its value if the fit is a point of the set (``None`` if not)."""
+        self.best = min(self.best, bound)
+        if inner is not None and inner > self.inner:  # the end is at least its value (which no rounding may undercut)
+            self.inner, self.point = inner, point
+        t = self.threshold
+        if t is not None and (max(self.best, self.inner) < t or self.inner >= t):
+            self.decided = True
+
+    @property
+    def value(self) -> float:
+        return min(max(self.best, self.inner), 1.0)
+
+
+class _Secant:
+    """The next tilt of the boundary search.
+
+    Near the MLE the set's frontier is quadratic: the drop ``d(beta) = loglik(MLE) - loglik(p_beta)`` grows
+    as ``(n beta se)^2 / 2``, so ``log d`` is about linear in ``u = log beta`` (slope 2).  The search steps to
+    ``d = kappa`` along that line, its slope re-estimated from the last two fits (a secant on ``log d``),
+    inside the bracket of fits on either side of the boundary once there is one (else bisection)."""
+
+    def __init__(self, kappa: float, u_max: float):
+        self.kappa, self.u_max = kappa, u_max
+        self.lo = self.hi = self.prev = None  # u with r > 0 (inside the set), u with r < 0; the last (u, log d)
+
+    def next(self, u: float, r: float):
+        """The next ``u`` after a fit at ``u`` that sits ``r`` nats above the set's boundary; ``None``: stop."""
+        if r > 0:
+            self.lo = u
+        else:
+            self.hi = u
+        d = self.kappa - r
+        slope = 2.0
+        if self.prev is not None and d > 0 and u != self.prev[0]:
+            # kept in [1/4, 8]: a flat drop (positivity binds: the tilted fits sit on the same face of the
+            # simplex and barely move) takes the longest step, not the quadratic guess's short one
+            slope = min(8.0, max(0.25, (math.log(d) - self.prev[1]) / (u - self.prev[0])))
+        step = math.log(self.kappa / d) / slope if d > 0 else math.log(4.0)
+        step = max(-math.log(16.0), min(math.log(16.0), step))
+        if d > 0:
+            self.prev = (u, math.log(d))
+        u_new = min(self.u_max, u + step)
+        if self.lo is not None and self.hi is not None:
+            if self.hi - self.lo < 1e-9:
+                return None
+            if not (self.lo < u_new < self.hi):
+                u_new = 0.5 * (self.lo + self.hi)
+        return u_new
 
 
 def _first_true(pred, start: int, k: int) -> int:

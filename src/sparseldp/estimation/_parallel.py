@@ -48,6 +48,16 @@ _SMALL_BLAS = 250_000
 _MIN_COLUMNS = 16
 # Most blocks (a power of two: blocks pair up evenly on 2, 4 or 8 CPUs).
 _MAX_BLOCKS = 8
+# Two independent jobs on one channel (auto's EMS path and stopped EM, _path._regularized_fits; the two
+# ends of a likelihood-ratio interval, _lr_search) run side by side in two threads on sparse channels of at
+# least this many values: each product and elementwise step then works on long rows and leaves the GIL.
+# Measured (one run each, the same fits bit for bit either way): 10^4 values under the Laplace window of 275,
+# 10^8 reports, 5.21 -> 3.95 s; 10^4 values under a window of 59, 10^6 reports, 0.33-0.63 s against
+# 0.25-0.55 s.  Slower side by side on smaller domains, where the numpy calls are short and the threads
+# contend for the GIL: 1,000 values under the Laplace window of 275, 10^6 reports of a spike, 2.7-3.0 s
+# against 3.4-4.0 s; under the Gaussian window of 695 (a dense channel), 10^4 reports, 20.7 / 14.8 s
+# against 27.6 / 20.1 s (smooth / spike); 4,000 values under the window of 275 about even (0.6-1.2 s).
+SIDE_BY_SIDE_K = 5_000
 
 
 def _cpus() -> int:
@@ -82,6 +92,11 @@ def dense_step_blocks(k: int, m: int, columns: int) -> int:
     replicates on any machine.
     """
     return 2 if k * m <= _SMALL_BLAS and columns >= 2 * _MIN_COLUMNS else 1
+
+
+def side_by_side(dense: bool, k: int) -> bool:
+    """Whether two independent jobs on a channel of ``k`` values run in two threads (:data:`SIDE_BY_SIDE_K`)."""
+    return not dense and k >= SIDE_BY_SIDE_K
 
 
 def map_blocks(fn, columns: int, blocks: int) -> list:

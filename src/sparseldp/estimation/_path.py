@@ -12,22 +12,13 @@ import numpy as np
 
 from ._em_members import _STOP_CAP, _flow_times, _rest_outputs, _stop_steps, _stopped_cols, _with_flow
 from ._flow import _em_flow
-from ._parallel import concurrently
+from ._parallel import concurrently, side_by_side
 from .mle import _mle
 from .model import _Model
 from .solvers import _ems_fixed
 
 # EMS smoothing weights on the path, most smoothing first (1/4 is method="ems" with smooth=1).
 _EMS_WEIGHTS = (0.25, 0.125, 0.03125)
-# The EMS path and the stopped EM run side by side in two threads on sparse channels of at least this many
-# values (_regularized_fits: each product and elementwise step then works on long rows and leaves the GIL).
-# Measured (one run each, the same fits bit for bit either way): 10^4 values under the Laplace window of 275,
-# 10^8 reports, 5.21 -> 3.95 s; 10^4 values under a window of 59, 10^6 reports, 0.33-0.63 s against
-# 0.25-0.55 s.  Slower side by side on smaller domains, where the numpy calls are short and the threads
-# contend for the GIL: 1,000 values under the Laplace window of 275, 10^6 reports of a spike, 2.7-3.0 s
-# against 3.4-4.0 s; under the Gaussian window of 695 (a dense channel), 10^4 reports, 20.7 / 14.8 s
-# against 27.6 / 20.1 s (smooth / spike); 4,000 values under the window of 275 about even (0.6-1.2 s).
-_SIDE_BY_SIDE_K = 5_000
 # The same EM kept at these multiples of the discrepancy stop (less regularized members).
 _STOP_MULTS = (2, 4, 8)
 # EMS on the training folds stops when its estimated TV distance to the fixed point is below
@@ -88,7 +79,7 @@ def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: i
 
     # the two are independent: on a large sparse channel (FFT or sparse products, one core each, long enough
     # to leave the GIL) they run side by side, elsewhere one after the other; the same fits either way
-    if not model.dense and k >= _SIDE_BY_SIDE_K:
+    if side_by_side(model.dense, k):
         (ems, evals), (Ps, steps) = concurrently(ems_path, stopped)
     else:
         (ems, evals), (Ps, steps) = ems_path(), stopped()

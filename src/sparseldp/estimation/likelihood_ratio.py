@@ -16,10 +16,12 @@ estimate,
 the likelihood-ratio interval of the statistic (the profile likelihood, Wilks 1938; for positive
 inverse problems the one-at-a-time strict bounds of Stark 1992 and Stanley, Patil and Kuusela
 2022).  ``kappa`` is 1.92 nats at level 0.95.  The set is convex (``ell`` is concave), so each end
-is a convex problem; the statistics it answers are the linear ones: ``mean``, ``cdf``, ``range``,
-each frequency ``p``, and the quantiles by inverting the CDF's interval (Woodruff 1952), as the
-bootstrap does.  The variance is not linear (its lower end is not a convex problem): ask the
-bootstrap for it.
+of a linear statistic is a convex problem: ``mean``, ``cdf``, ``range``, each frequency ``p``; the
+quantiles invert the CDF's interval (Woodruff 1952), as the bootstrap does.  The variance is not
+linear, but it is the least of the linear statistics ``E_p (X - c)^2`` over ``c``: its upper end is
+the least upper end of those (weak duality, tight by Sion's minimax theorem), and its lower end the
+least lower end over ``c`` in the mean's interval, bounded between the points of a grid there by the
+curvature of ``c -> E_p (X - c)^2`` (``_lr_search._Search.var_ends``).
 
 How an end is computed, and which way it errs
 ---------------------------------------------
@@ -79,11 +81,11 @@ import numpy as np
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
 from ._ipm import _band_width
-from ._lr_search import _first_true, _Search  # noqa: F401 - _first_true: tests import it from here
+from ._lr_search import _Search
 from .mle import _band_of, _certificate
 from .model import checked_counts, model_for
-from .replicates import Bootstrap, _check_level
-from .stats import _check_point, _check_q, _check_quantile_method, _check_range, _scalar
+from .replicates import _check_level
+from .stats import _check_point, _check_q, _check_quantile_method, _check_range, _evaluate, _scalar
 
 __all__ = ["Profile", "profile"]
 
@@ -123,7 +125,7 @@ class Profile(ReadOnlyArrays):
 
     def point(self, stat: str, **kw):
         """The statistic of the estimate (``stat`` and keywords as in :meth:`interval`)."""
-        return Bootstrap(p=self.p, values=self.values, replicates=self.p[None, :], method=self.method).point(stat, **kw)
+        return _scalar(_evaluate(stat, self.p, self.values, kw))
 
     # -- statistics ----------------------------------------------------------------------
     def interval(self, stat: str, level: float = 0.95, *, kind: str | None = None, **kw):
@@ -131,11 +133,11 @@ class Profile(ReadOnlyArrays):
 
         Parameters
         ----------
-        stat : {"mean", "quantile", "cdf", "range", "p"}
+        stat : {"mean", "var", "quantile", "cdf", "range", "p"}
             With keywords as in :meth:`Bootstrap.interval` (``q=`` and ``method=``, ``x=``, ``a=, b=``).
             Quantiles invert the CDF's interval (ends found by bisection on the CDF bounds, which are
-            monotone); ``"p"`` gives every frequency's (``2 k`` ends).  ``"var"`` is not linear: a
-            ValueError (use :meth:`FrequencyEstimate.bootstrap`).
+            monotone); ``"p"`` gives every frequency's (``2 k`` ends); ``"var"`` is bounded through the
+            linear statistics ``E_p (X - c)^2`` (module docstring), also an outer bound.
         level : float in (0, 1)
         kind : None or "profile"
             Accepted for the signature of :meth:`Bootstrap.interval`; there is one kind.
@@ -149,17 +151,14 @@ class Profile(ReadOnlyArrays):
             raise TypeError(f"kind must be None or 'profile' for a Profile; got {type(kind).__name__} {kind!r}")
         if kind is not None and kind != "profile":
             raise ValueError(f"kind must be None or 'profile' for a Profile; got {kind!r}")
-        if not isinstance(stat, str):
-            raise TypeError(f"stat must be one of 'mean', 'quantile', 'cdf', 'range', 'p'; got {type(stat).__name__}")
-        if stat == "var":
-            raise ValueError("stat='var' has no profile-likelihood interval here (the variance is not linear in p); "
-                             "use the bootstrap's (estimate.bootstrap(mechanism))")
-        Bootstrap(p=self.p, values=self.values, replicates=self.p[None, :], method=self.method)._stat(stat, self.p, kw)
+        _evaluate(stat, self.p, self.values, kw)  # the checks of stat and its keywords
         z = NormalDist().inv_cdf(0.5 + 0.5 * level)
         kappa = 0.5 * z * z
         v = self.values.astype(float)
         if stat == "mean":
             return self._search.ends(v, kappa)
+        if stat == "var":
+            return self._search.var_ends(kappa)
         if stat == "cdf":
             x = _check_point(kw["x"], "x")
             out = [self._search.ends((v <= xi).astype(float), kappa) for xi in np.ravel(x)]
@@ -172,11 +171,12 @@ class Profile(ReadOnlyArrays):
             k = v.size
             lo, hi = np.zeros(k), np.zeros(k)
             L0 = self.loglik - kappa
+            up, down = {}, {}  # each end's search starts at the tilt where its neighbour's ended
             for i in range(k):
                 e = np.zeros(k)
                 e[i] = 1.0
-                hi[i] = self._search.upper(e, L0)
-                lo[i] = 0.0 if self.mle[i] <= 0.0 else max(0.0, 1.0 - self._search.upper(1.0 - e, L0))
+                hi[i] = self._search.upper(e, L0, memo=up)
+                lo[i] = 0.0 if self.mle[i] <= 0.0 else max(0.0, 1.0 - self._search.upper(1.0 - e, L0, memo=down))
             return lo, hi
         q = _check_q(kw["q"])
         interp = _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated"

@@ -15,9 +15,7 @@ import numpy as np
 
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_probability
-from .stats import (_STATS, _cdf, _check_point, _check_q, _check_quantile_method, _check_range, _cum,
-                    _edges, _mean, _quantile, _quantile_interp, _range, _reach_level, _reaching, _scalar, _stay_level,
-                    _var)
+from .stats import _check_q, _cum, _edges, _evaluate, _reach_level, _reaching, _scalar, _stay_level
 
 __all__ = ["Bootstrap"]
 
@@ -87,30 +85,7 @@ class Bootstrap(ReadOnlyArrays):
         return int(self.replicates.shape[0])
 
     def _stat(self, stat: str, P: np.ndarray, kw: dict):
-        if not isinstance(stat, str):
-            raise TypeError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {type(stat).__name__}")
-        if stat not in _STATS:
-            raise ValueError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {stat!r}")
-        need = {"mean": (), "var": (), "p": (), "quantile": ("q",), "cdf": ("x",), "range": ("a", "b")}[stat]
-        optional = ("method",) if stat == "quantile" else ()
-        if not set(need) <= set(kw) <= set(need) | set(optional):
-            raise TypeError(f"stat={stat!r} takes keyword arguments {need + optional or 'none'}; "
-                            f"got {tuple(kw) or 'none'}")
-        v = self.values
-        if stat == "mean":
-            return _mean(P, v)
-        if stat == "var":
-            return _var(P, v)
-        if stat == "p":
-            return P
-        if stat == "quantile":
-            if _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated":
-                return _quantile_interp(P, v, _check_q(kw["q"]))
-            return _quantile(P, v, _check_q(kw["q"]))
-        if stat == "cdf":
-            return _cdf(P, v, _check_point(kw["x"], "x"))
-        a, b = _check_range(kw["a"], kw["b"])
-        return _range(P, v, a, b)
+        return _evaluate(stat, P, self.values, kw)
 
     def point(self, stat: str, **kw):
         """The statistic of the estimate itself (``stat`` and keywords as in :meth:`interval`)."""

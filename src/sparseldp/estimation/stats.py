@@ -130,6 +130,34 @@ def _scalar(out):
     return float(out) if np.ndim(out) == 0 else out
 
 
+def _evaluate(stat: str, P: np.ndarray, values: np.ndarray, kw: dict):
+    """The statistic ``stat`` (keywords ``kw``) of each row of ``P`` (or of one ``p``) on ``values``: the
+    argument checks and arithmetic shared by the bootstrap's and the profile's intervals."""
+    if not isinstance(stat, str):
+        raise TypeError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {type(stat).__name__}")
+    if stat not in _STATS:
+        raise ValueError(f"stat must be one of {', '.join(map(repr, _STATS))}; got {stat!r}")
+    need = {"mean": (), "var": (), "p": (), "quantile": ("q",), "cdf": ("x",), "range": ("a", "b")}[stat]
+    optional = ("method",) if stat == "quantile" else ()
+    if not set(need) <= set(kw) <= set(need) | set(optional):
+        raise TypeError(f"stat={stat!r} takes keyword arguments {need + optional or 'none'}; "
+                        f"got {tuple(kw) or 'none'}")
+    if stat == "mean":
+        return _mean(P, values)
+    if stat == "var":
+        return _var(P, values)
+    if stat == "p":
+        return P
+    if stat == "quantile":
+        if _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated":
+            return _quantile_interp(P, values, _check_q(kw["q"]))
+        return _quantile(P, values, _check_q(kw["q"]))
+    if stat == "cdf":
+        return _cdf(P, values, _check_point(kw["x"], "x"))
+    a, b = _check_range(kw["a"], kw["b"])
+    return _range(P, values, a, b)
+
+
 # -- distances -------------------------------------------------------------------
 
 def distance(p, q, metric: str = "tv", *, values=None):
