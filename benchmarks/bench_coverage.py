@@ -68,7 +68,7 @@ REPS = {"auto": 200, "ems": 200, "em": 20 if os.environ.get("SPARSELDP_BENCH_FUL
 REPS["auto-robust"] = REPS["em"]  # the MLE's fit and bootstrap on top of auto's
 # likelihood-ratio intervals (auto's fit, then the MLE and a few tilted fits per end; no bootstrap)
 REPS["auto-profile"] = 200 if os.environ.get("SPARSELDP_BENCH_FULL") else 40
-# auto-profile: also every value's interval (2 k ends, about 5 s a repetition on 100 values)
+# auto-profile: also every value's interval (2 k ends, 2-3 s a repetition on 100 values)
 PROFILE_EACH = bool(os.environ.get("SPARSELDP_COVERAGE_PROFILE_EACH"))
 SYNTHETIC = ("smooth", "bimodal", "spiky")
 # real columns (bench_real.columns(): the empirical distributions of survey columns), on their own ranges

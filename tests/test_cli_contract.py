@@ -586,6 +586,37 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
     assert "the reports disfavour the estimate at the 95% level" in err and "P(3 <= X <= 3) 0.1" in err
 
 
+def test_estimate_profile_values_writes_each_values_interval_and_draws_it(d, capsys):
+    rep = _reports(d)
+    base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]
+    rc, out, err = run(capsys, *base, "-o", d / "v.parquet", "--profile-values", "--json", "--plot", d / "v.png")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["profile"] is True and summary["profile_values"] is True  # implies --profile
+    assert "lr_low" in summary["statistics"][0]
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(d / "v.parquet").to_pydict()
+    assert list(table) == ["value", "frequency", "ci_low", "ci_high", "lr_low", "lr_high"]
+    lo, hi, f = np.array(table["lr_low"]), np.array(table["lr_high"]), np.array(table["frequency"])
+    assert np.all((0.0 <= lo) & (lo <= hi) & (hi <= 1.0)) and np.all(hi > 0)
+    assert (d / "v.png").read_bytes().startswith(b"\x89PNG")
+    # the interval of each value is the profile's
+    from sparseldp.estimation import estimate_frequencies
+    from sparseldp.spec import load_spec
+
+    mech = load_spec(d / "mech.json").sampler_target()  # what the CLI estimates with
+    y = np.loadtxt(rep, skiprows=1, dtype=np.int64)
+    est = estimate_frequencies(y, mech, domain=(0, 9), return_info=True)
+    want = est.profile(mech).interval("p")
+    np.testing.assert_allclose(lo, want[0], atol=1e-12)
+    np.testing.assert_allclose(hi, want[1], atol=1e-12)
+    np.testing.assert_allclose(f, est.p, atol=1e-12)
+    # without the flag: no such columns
+    rc, out, err = run(capsys, *base, "-o", d / "w.csv", "--profile")
+    assert rc == 0 and (d / "w.csv").read_text().splitlines()[0] == "value,frequency,ci_low,ci_high"
+
+
 def test_estimate_says_which_mean_is_which_and_calls_only_regularized_estimates_so(d, capsys):
     rep = _reports(d)
     base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]

@@ -167,3 +167,32 @@ def test_with_intervals_the_band_is_the_only_shaded_area(saved, values):
     (verts,) = [path.vertices for path in band[0].get_paths()]
     assert verts[:, 1].min() >= 0.9 * p.min() - 1e-15  # it spans low..high, not 0..estimate
     assert len(filled(without)) == 1  # no band: the area under the estimate is shaded
+
+
+@pytest.mark.parametrize("values", [AGES, np.arange(0, 200, 2), np.arange(1, 6)])  # stairs, steps, bars
+def test_the_likelihood_ratio_interval_is_an_outline_beside_the_band(saved, values):
+    p = BIMODAL if values.size == AGES.size else np.full(values.size, 1 / values.size)
+    render_estimate(values, p, ci=(0.9 * p, 1.1 * p), lr=(0.5 * p, 1.5 * p + 0.01),
+                    lr_label="95% likelihood-ratio interval per value")
+    (fig,) = saved
+    ax = fig.axes[0]
+    assert "95% likelihood-ratio interval per value" in _legend_texts(fig)
+    if values.size <= 40:  # bars: a second set of error bars, beside the bootstrap's
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 2
+        segments = bars[1].lines[2][0].get_segments()
+        assert all(seg[0][0] == pytest.approx(x + 0.25) for seg, x in zip(segments, values))
+    else:  # an unfilled line at each end, in the interval's own colour
+        from matplotlib.colors import to_hex
+
+        from sparseldp.figures import _C_LR
+
+        lines = [a for a in ax.get_children() if isinstance(a, StepPatch) and not a.get_fill()
+                 and to_hex(a.get_edgecolor()) == _C_LR]
+        lines += [a for a in ax.get_lines() if to_hex(a.get_color()) == _C_LR]
+        assert len(lines) == 2
+    assert ax.get_ylim()[1] >= float((1.5 * p + 0.01).max())
+    with pytest.raises(TypeError, match="lr must be a pair"):
+        render_estimate(values, p, lr=p)
+    with pytest.raises(ValueError, match="lr high must have one entry per value"):
+        render_estimate(values, p, lr=(p, p[:2]))

@@ -84,7 +84,8 @@ def main() -> int:
     for method in ("auto", "em", "ems", "inversion"):
         out = OUT / ("estimate.csv" if method == "auto" else f"estimate_{method}.csv")
         # the default estimate also with likelihood-ratio intervals: what the reports alone pin down
-        extra = ["--plot", str(OUT / "estimate.png"), "--profile", "--range", "18:65"] if method == "auto" else []
+        extra = ["--plot", str(OUT / "estimate.png"), "--profile", "--range", "18:65", "--truth", str(raw),
+                 "--truth-column", "age"] if method == "auto" else []
         _run(["estimate", "--mechanism", str(mech), "--column", "age", "--domain", "0:99", str(private),
               "-o", str(out), "--method", method, *extra])
         ests[method] = pacsv.read_csv(out).column("frequency").to_numpy()

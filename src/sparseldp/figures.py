@@ -257,7 +257,7 @@ _METHOD_LABEL = {
     "ems": "smoothed EM (EMS)",
     "inversion": "least-squares inversion",
 }
-_C_EST, _C_MEAN, _C_TRUE = "#3b75af", "#c0392b", "#222222"
+_C_EST, _C_MEAN, _C_TRUE, _C_LR = "#3b75af", "#c0392b", "#222222", "#d35400"
 
 
 def _text(value) -> str:
@@ -310,8 +310,28 @@ def _mean_text(mean) -> str:
     return f"mean {f(v)} \u00b1 {f(se)} ({float(mean.confidence):.0%} CI {f(lo)} to {f(hi)})"
 
 
+def _legend_columns(labels, most: int = 3, chars: int = 90) -> int:
+    """The most legend columns (at most ``most``) whose widest labels add up to at most ``chars`` characters,
+    as the legend fills them (column by column), so that no label runs off the figure."""
+    for ncol in range(min(most, len(labels)), 1, -1):
+        rows = -(-len(labels) // ncol)
+        if sum(max(len(lab) for lab in labels[i:i + rows]) for i in range(0, len(labels), rows)) <= chars:
+            return ncol
+    return 1
+
+
+def _pair(ci, name: str, k: int):
+    """A per-value interval ``(low, high)`` of ``k`` values each, checked; ``(None, None)`` for ``None``."""
+    if ci is None:
+        return None, None
+    if not (isinstance(ci, (tuple, list)) and len(ci) == 2):
+        raise TypeError(f"{name} must be a pair (low, high) of arrays or None; got {type(ci).__name__}")
+    return _as_distribution(ci[0], f"{name} low", k), _as_distribution(ci[1], f"{name} high", k)
+
+
 def render_estimate(values, p, *, mean=None, column="value", guarantee=None, method="em", n=None, fmt="png",
-                    true_p=None, ci=None, ci_label="interval per value") -> bytes:
+                    true_p=None, ci=None, ci_label="interval per value", lr=None,
+                    lr_label="likelihood-ratio interval per value") -> bytes:
     r"""Draw an estimated distribution with its mean and confidence interval; PNG or PDF bytes.
 
     Parameters
@@ -344,6 +364,11 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
         A per-value interval (e.g. ``Bootstrap.interval("p")``), drawn as a band.
     ci_label : str
         The band's legend entry (say the level, and whether the intervals are robust).
+    lr : (low, high) pair of 1-D arrays, optional
+        A second per-value interval (e.g. ``Profile.interval("p")``, what the reports alone allow),
+        drawn as an outline: a step line at each end (dashed), or on bars an error bar beside each bar.
+    lr_label : str
+        Its legend entry.
 
     Domains of at most 40 values are drawn as bars, wider ones as a filled
     step line (one step per value, so nothing aliases into spikes).  The
@@ -362,12 +387,8 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     if share.min() < 0:
         raise ValueError(f"p must be >= 0; got {share.min()!r} at value {x[int(np.argmin(share))]:g}")
     truth = None if true_p is None else _as_distribution(true_p, "true_p", x.size)
-    band_lo = band_hi = None
-    if ci is not None:  # per-value interval (e.g. a bootstrap's), drawn as a band around the estimate
-        if not (isinstance(ci, (tuple, list)) and len(ci) == 2):
-            raise TypeError(f"ci must be a pair (low, high) of arrays or None; got {type(ci).__name__}")
-        band_lo = _as_distribution(ci[0], "ci low", x.size)
-        band_hi = _as_distribution(ci[1], "ci high", x.size)
+    band_lo, band_hi = _pair(ci, "ci", x.size)  # per-value interval (e.g. a bootstrap's): a band around the estimate
+    lr_lo, lr_hi = _pair(lr, "lr", x.size)
     if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))):
         raise TypeError(f"n must be an integer or None; got {type(n).__name__} {n!r}")
 
@@ -398,13 +419,27 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
             h = ax.fill_between(x, band_lo, band_hi, step="mid", color=_C_EST, alpha=0.35, linewidth=0,
                                 zorder=2.5)
         legend.append((h, str(ci_label)))
+    if lr_lo is not None:  # the second interval: an outline, so the first band stays readable beneath it
+        if k <= _BAR_MAX:  # beside each bar, so the two error bars do not overlap
+            yerr = np.vstack([np.maximum(share - lr_lo, 0.0), np.maximum(lr_hi - share, 0.0)])
+            h = ax.errorbar(x + 0.25, share, yerr=yerr, fmt="none", ecolor=_C_LR, elinewidth=1.0, capsize=2.0,
+                            zorder=4)
+        else:
+            style = dict(color=_C_LR, linewidth=1.0, linestyle=(0, (4, 2)), zorder=3.5)
+            if consecutive:
+                h = ax.stairs(lr_hi, edges, **style)
+                ax.stairs(lr_lo, edges, **style)
+            else:
+                h = ax.step(x, lr_hi, where="mid", **style)[0]
+                ax.step(x, lr_lo, where="mid", **style)
+        legend.append((h, str(lr_label)))
     if truth is not None:
         style = dict(color=_C_TRUE, linewidth=1.3, linestyle="--", zorder=4)
         h = ax.stairs(truth, edges, **style) if consecutive else ax.step(x, truth, where="mid", **style)[0]
         legend.append((h, "true share"))
 
     top = max(float(share.max()), float(truth.max()) if truth is not None else 0.0,
-              float(band_hi.max()) if band_hi is not None else 0.0)
+              float(band_hi.max()) if band_hi is not None else 0.0, float(lr_hi.max()) if lr_hi is not None else 0.0)
     top = top if top > 0 else 1.0
     ax.set_ylim(0.0, top * 1.22)  # headroom for the error bar of a narrow interval
     x_lo, x_hi = float(x[0]) - 0.5, float(x[-1]) + 0.5
@@ -446,8 +481,9 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     if guarantee:
         title += "\n" + _text(guarantee)
     ax.set_title(title, fontsize=10.5, loc="left")
-    fig.legend([h for h, _ in legend], [lab for _, lab in legend], loc="outside lower center",
-               ncol=min(len(legend), 3), fontsize=9, frameon=False)
+    labels = [lab for _, lab in legend]
+    fig.legend([h for h, _ in legend], labels, loc="outside lower center", ncol=_legend_columns(labels),
+               fontsize=9, frameon=False)
 
     buf = io.BytesIO()
     metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
