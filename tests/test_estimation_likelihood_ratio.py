@@ -265,3 +265,18 @@ def test_bad_input(fitted):
     with pytest.raises(ValueError, match="ci must be a Bootstrap of this estimate|this estimate"):
         other.mean(ci=prof)
     assert math.isfinite(prof.loglik)
+
+
+def test_variance_on_one_and_two_values_follows_from_the_mean():
+    # one value: no spread at all; two values: var = m (1 - m) is monotone on either side of 1/2, so its
+    # ends are those of m (1 - m) over the mean's interval
+    mech = SparseLaplace(lam=0.5, s=7)
+    one = _fit(mech, [1.0], 500, seed=1)
+    assert one.profile(mech).interval("var") == (0.0, 0.0)
+    two = _fit(mech, [0.6, 0.4], 500, seed=2)
+    prof = two.profile(mech)
+    m_lo, m_hi = prof.interval("mean")
+    lo, hi = prof.interval("var")
+    f = [m * (1 - m) for m in (m_lo, m_hi, min(max(0.5, m_lo), m_hi))]
+    assert lo <= min(f[:2]) + 1e-9 and hi >= max(f) - 1e-9
+    assert min(f[:2]) - lo <= 0.002 and hi - max(f) <= 0.002

@@ -195,7 +195,8 @@ class _Search:
                 u = self.side((v - c) ** 2, L0, True, memo)
                 gain = best - u
                 best = min(best, u)
-                c_next = float(memo["point"] @ v)  # the mean of the end's point: near the maximizer's
+                point = memo.pop("point", None)  # the end's point (none where the statistic is constant)
+                c_next = c if point is None else float(point @ v)  # its mean: near the maximizer's
                 if c_next == c or gain <= _VAR_SLACK * (best - var_hat):
                     break
                 c = c_next
