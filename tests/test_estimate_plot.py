@@ -182,6 +182,14 @@ def test_the_likelihood_ratio_interval_is_an_outline_beside_the_band(saved, valu
         assert len(bars) == 2
         segments = bars[1].lines[2][0].get_segments()
         assert all(seg[0][0] == pytest.approx(x + 0.25) for seg, x in zip(segments, values))
+        # each from low to high
+        ends = np.array([sorted((seg[0][1], seg[1][1])) for seg in segments])
+        np.testing.assert_allclose(ends, np.stack([0.5 * p, 1.5 * p + 0.01], axis=1))
+        # an interval that excludes the estimate is drawn as it is, not stretched to it
+        render_estimate(values, p, lr=(1.2 * p, 1.5 * p))
+        (bars,) = [c for c in saved[-1].axes[0].containers if isinstance(c, ErrorbarContainer)]
+        low = min(min(seg[0][1], seg[1][1]) for seg in bars.lines[2][0].get_segments())
+        assert low == pytest.approx(1.2 * p.min())
     else:  # an unfilled line at each end, in the interval's own colour
         from matplotlib.colors import to_hex
 

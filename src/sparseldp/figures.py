@@ -420,10 +420,10 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
                                 zorder=2.5)
         legend.append((h, str(ci_label)))
     if lr_lo is not None:  # the second interval: an outline, so the first band stays readable beneath it
-        if k <= _BAR_MAX:  # beside each bar, so the two error bars do not overlap
-            yerr = np.vstack([np.maximum(share - lr_lo, 0.0), np.maximum(lr_hi - share, 0.0)])
-            h = ax.errorbar(x + 0.25, share, yerr=yerr, fmt="none", ecolor=_C_LR, elinewidth=1.0, capsize=2.0,
-                            zorder=4)
+        if k <= _BAR_MAX:  # beside each bar, so the two error bars do not overlap; from low to high, which
+            # need not hold the estimate (the reports may rule a regularized estimate out)
+            h = ax.errorbar(x + 0.25, 0.5 * (lr_lo + lr_hi), yerr=0.5 * (lr_hi - lr_lo), fmt="none", ecolor=_C_LR,
+                            elinewidth=1.0, capsize=2.0, zorder=4)
         else:
             style = dict(color=_C_LR, linewidth=1.0, linestyle=(0, (4, 2)), zorder=3.5)
             if consecutive:
