@@ -161,7 +161,8 @@ def _table_bytes(values, p, fmt_: str, ci=None, lr=None) -> bytes:
     cols = {"value": np.asarray(values, dtype=np.int64), "frequency": np.asarray(p, dtype=float)}
     for name, pair in (("ci", ci), ("lr", lr)):
         if pair is not None:
-            cols[f"{name}_low"], cols[f"{name}_high"] = np.asarray(pair[0], dtype=float), np.asarray(pair[1], dtype=float)
+            cols[f"{name}_low"] = np.asarray(pair[0], dtype=float)
+            cols[f"{name}_high"] = np.asarray(pair[1], dtype=float)
     if fmt_ == "parquet":
         import io
 

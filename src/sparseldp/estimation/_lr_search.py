@@ -103,7 +103,9 @@ class _Search:
         returned, at least that point's value, is at or above it too).  ``memo`` (a dict) carries the
         last tilt from one call to the next (key ``"u"``): the quantiles' probes of neighbouring CDF values
         start where the previous one ended instead of at the naive standard error's tilt; the search
-        also leaves there the point of the set with the largest ``h^T p`` it found (key ``"point"``)."""
+        also leaves there the point of the set with the largest ``h^T p`` it found (key ``"point"``), and,
+        with a ``threshold``, keeps those points (key ``"pool"``): a later probe that one of them already
+        settles (a point of the set at or above its threshold) costs no fit, and gets the same answer."""
         if float(h.max()) <= 0.0:
             return 0.0
         if float(h.min()) >= 1.0:
@@ -111,6 +113,13 @@ class _Search:
         n = float(self.n)
         theta0 = float(h @ self.mle)
         tally = _Tally(theta0, self.mle, threshold)  # the MLE is in the set
+        pool = None if memo is None or threshold is None else memo.setdefault("pool", [])
+        if pool:  # points of the set the earlier searches found: one may settle the threshold with no fit
+            values = [float(h @ q) for q in pool]
+            i = int(np.argmax(values))
+            tally.add(1.0, values[i], pool[i])
+            if tally.decided:
+                return tally.value
         kappa = self.loglik - L0
         var = max(theta0 * (1.0 - theta0), 1.0 / n)  # the naive standard error's beta: the first guess
         u_max = math.log1p(-_BETA_GAP)
@@ -140,6 +149,8 @@ class _Search:
                 break
         if memo is not None:
             memo["point"] = tally.point
+            if pool is not None and tally.point is not self.mle and not any(q is tally.point for q in pool):
+                pool.append(tally.point)
         return tally.value
 
     def side(self, h, L0, upper: bool, memo=None) -> float:
@@ -219,11 +230,13 @@ class _Search:
                 return max(l(m_lo), 0.0)
             mid = 0.5 * (m_lo + m_hi)
             cells = [cell(m_lo, mid), cell(mid, m_hi)]
+            floor = 1e-12 * (v1 - v0) ** 2  # rounding, on the scale of the variance
             while len(seen) < _VAR_EVALS:
                 i = min(range(len(cells)), key=lambda j: cells[j][0])
                 bound, a, b = cells[i]
                 top = min(seen.values())
-                if top - bound <= _VAR_SLACK * max(var_hat - top, 0.0):
+                # settled within the slack (a bound below 0 is refined only down to 0: the end is clipped there)
+                if top - max(bound, 0.0) <= max(_VAR_SLACK * (var_hat - top), floor):
                     break
                 c = 0.5 * (a + b)
                 if not a < c < b:
