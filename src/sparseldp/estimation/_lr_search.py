@@ -172,6 +172,28 @@ class _Search:
                               threads=self._threads)
         return lo, hi
 
+    def each_value(self, kappa):
+        """``(lo, hi)``: every frequency's ends (arrays).  Each end's search starts at the tilt where its
+        neighbour's ended; the lower ends where the MLE is 0 are 0.  The upper and the lower ends run side by
+        side on large sparse channels (as the two ends of one statistic; on dense ones threads only contend:
+        measured on 300 values under the Laplace window of 275, 24-31 s either way)."""
+        k = self.mle.size
+        L0 = self.loglik - kappa
+
+        def ends(upper: bool):
+            out, memo = np.zeros(k), {}
+            for i in range(k):
+                e = np.zeros(k)
+                e[i] = 1.0
+                if upper:
+                    out[i] = self.upper(e, L0, memo=memo)
+                elif self.mle[i] > 0.0:
+                    out[i] = max(0.0, 1.0 - self.upper(1.0 - e, L0, memo=memo))
+            return out
+
+        lo, hi = concurrently(lambda: ends(False), lambda: ends(True), threads=self._threads)
+        return lo, hi
+
     def var_ends(self, kappa):
         r"""``(lo, hi)``: outer bounds of the variance over the set, from linear ends alone.
 

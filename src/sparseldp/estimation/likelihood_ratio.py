@@ -170,16 +170,7 @@ class Profile(ReadOnlyArrays):
             out = [self._search.ends(((v >= ai) & (v <= bi)).astype(float), kappa) for ai, bi in zip(np.ravel(a), np.ravel(b))]
             return self._shaped(out, np.shape(a))
         if stat == "p":
-            k = v.size
-            lo, hi = np.zeros(k), np.zeros(k)
-            L0 = self.loglik - kappa
-            up, down = {}, {}  # each end's search starts at the tilt where its neighbour's ended
-            for i in range(k):
-                e = np.zeros(k)
-                e[i] = 1.0
-                hi[i] = self._search.upper(e, L0, memo=up)
-                lo[i] = 0.0 if self.mle[i] <= 0.0 else max(0.0, 1.0 - self._search.upper(1.0 - e, L0, memo=down))
-            return lo, hi
+            return self._search.each_value(kappa)
         q = _check_q(kw["q"])
         interp = _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated"
         out = [self._search.quantile_ends(float(qi), kappa, interp) for qi in np.ravel(q)]
