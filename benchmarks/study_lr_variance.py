@@ -13,10 +13,10 @@ each:
 
 Measured (2026-11-29, the bench's seed, 200 repetitions of the bimodal truth): coverage 91.0 % for both
 intervals, in the same repetitions; mean widths 6.41 (variance) and 6.41 (linear); the MLE's variance had a
-standard deviation of 1.82 (7.14 for a normal interval), so the LR interval is about 10 % too narrow: the
+standard deviation of 1.83 (7.16 for a normal interval), so the LR interval is about 10 % too narrow: the
 profile likelihood's curvature understates how much the MLE's tail-weighted statistics move at 10^5 reports.
 With ``floor`` (the truth mixed with 20 % of the uniform distribution, 120 repetitions): 94.2 %, widths 7.59
-against 3.92 sd = 8.34.
+against 3.92 sd = 8.37.
 
 Run: ``python benchmarks/study_lr_variance.py [shape] [reps] [floor]`` (``SPARSELDP_COVERAGE_FAMILY=gaussian``
 for the Gaussian setting), about 1-2 s a repetition on 100 values.
