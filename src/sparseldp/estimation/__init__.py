@@ -162,9 +162,10 @@ One module per concern; imports point down this list (none of them imports
   ``FrequencyEstimate.mean/var/quantile/cdf/range(ci=...)``; ``robust=True`` adds the MLE's
   bootstrap and takes the hull (intervals that do not assume smoothness)
 * :mod:`~sparseldp.estimation.likelihood_ratio`: :func:`profile` and :class:`Profile`, likelihood-ratio
-  intervals of the linear statistics (the profile likelihood, outer bounds with certificates):
-  what the reports alone pin down, with no smoothness assumed
-* ``_lr_search``: one end of such an interval (the tilted MLEs and the search for the boundary)
+  intervals of the linear statistics and of the variance (the profile likelihood, outer bounds with
+  certificates): what the reports alone pin down, with no smoothness assumed
+* ``_lr_search``: the ends of such intervals (the tilted MLEs, the search for the boundary, the variance
+  through the linear ``E (X - c)^2``, every value's)
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
   quantiles' CDF inversion, the robust hull) from the replicate distributions
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood

@@ -160,10 +160,10 @@ class FrequencyEstimate(ReadOnlyArrays):
         (:func:`sparseldp.estimation.likelihood_ratio.profile`).
 
         The values of a linear statistic (mean, CDF, range, a frequency, and quantiles by
-        inverting the CDF's) under which the reports are within ``chi^2_1(level) / 2`` nats of
-        their maximum likelihood, bounded from outside with certificates.  No smoothness is
-        assumed: where the kernel is too wide to resolve a statistic, its interval says so by
-        its width.  Use as ``est.range(a, b, ci=est.profile(mechanism))``.
+        inverting the CDF's) or of the variance under which the reports are within
+        ``chi^2_1(level) / 2`` nats of their maximum likelihood, bounded from outside with
+        certificates.  No smoothness is assumed: where the kernel is too wide to resolve a
+        statistic, its interval says so by its width.  Use as ``est.range(a, b, ci=est.profile(mechanism))``.
         """
         return profile(self, mechanism, tol=tol, max_iter=max_iter)
 
