@@ -139,6 +139,11 @@ def _stat_of(name: str) -> str:
         "range" if name.startswith("range") else "quantile"
 
 
+def draws(method: str, shape: str, seed: int = 2026) -> np.random.Generator:
+    """The generator of ``coverage``'s repetitions for ``method`` on ``shape`` (a study replays them with it)."""
+    return np.random.default_rng([seed, SHAPES.index(shape), len(method)])
+
+
 def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     """Per statistic: hits and widths for both kinds, and bootstrap times."""
     import sparseldp as sl
@@ -150,7 +155,7 @@ def coverage(method: str, shape: str, reps: int, seed: int = 2026):
     p = population(shape)
     stat_list = _stats(shape, p)
     truth = _truth(p, stat_list)
-    gen = np.random.default_rng([seed, SHAPES.index(shape), len(method)])
+    gen = draws(method, shape, seed)
     robust = method.endswith("-robust")
     profiled = method.endswith("-profile")
     kinds = ("profile",) if profiled else KINDS + (("own",) if robust else ()) + tuple(

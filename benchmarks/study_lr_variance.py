@@ -46,7 +46,7 @@ def probe(shape: str = "bimodal", reps: int = 200, floor: bool = False) -> dict:
     v = np.arange(p.size, dtype=float)
     mu = float(p @ v)
     truth = float(p @ (v - mu) ** 2)
-    gen = np.random.default_rng([2026, bc.SHAPES.index(shape), len("auto-profile")])  # the bench's draws
+    gen = bc.draws("auto-profile", shape)  # the bench's repetitions
     z = NormalDist().inv_cdf(0.975)
     rows = []
     for _ in range(reps):

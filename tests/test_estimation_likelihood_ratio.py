@@ -35,15 +35,20 @@ def _fit(mech, p, n, seed, method="auto", k=None):
         return estimate_frequencies(y, mech, domain=(0, k - 1), method=method, return_info=True)
 
 
+def _observed(mech, est):
+    """The dense channel on the outputs the estimate's reports hit, and their counts."""
+    model = _model(mech, est.domain)
+    Q = model.unscaled()
+    Q = Q.toarray() if hasattr(Q, "toarray") else np.asarray(Q)
+    c = np.asarray(est.counts, dtype=float)
+    return Q[:, c > 0], c[c > 0]
+
+
 def _grid_truth(mech, est, h, kappa):
     """max and min of h^T p over the grid points whose log-likelihood is within kappa of the best
     (the best over the grid and the MLE): inner approximations of the exact ends.  ``h="var"``: of the
     variance instead."""
-    model = _model(mech, est.domain)
-    Q = np.asarray(model.unscaled() if model.dense else model.unscaled().toarray())
-    c = np.asarray(est.counts, dtype=float)
-    obs = c > 0
-    Q, c = Q[:, obs], c[obs]
+    Q, c = _observed(mech, est)
     i, j = np.meshgrid(np.arange(GRID + 1), np.arange(GRID + 1), indexing="ij")
     keep = i + j <= GRID
     P = np.stack([i[keep], j[keep], GRID - i[keep] - j[keep]], axis=1) / GRID
@@ -180,12 +185,7 @@ def test_points_on_the_sets_boundary_lie_inside_every_interval(fitted, seed, lo,
     # from the MLE towards another distribution (random, or the MLE's mass moved into the range) up to the
     # set's boundary: that point's statistics are inside the intervals, and the range's reaches near its end
     est, prof = fitted
-    model = _model(MECH, est.domain)
-    Q = model.unscaled()
-    Q = Q.toarray() if hasattr(Q, "toarray") else np.asarray(Q)
-    c = np.asarray(est.counts, dtype=float)
-    keep = c > 0
-    Q, c = Q[:, keep], c[keep]
+    Q, c = _observed(MECH, est)
     kappa = 0.5 * 1.959963984540054 ** 2
     L0 = float(c @ np.log(prof.mle @ Q)) - kappa
     b = min(29, lo + width)

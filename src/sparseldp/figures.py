@@ -320,6 +320,18 @@ def _legend_columns(labels, most: int = 3, chars: int = 90) -> int:
     return 1
 
 
+def _steps(ax, x, edges, y, consecutive: bool, **style):
+    """``y`` as a step line, one step per value: stairs over the cell ``edges`` of consecutive values, else
+    steps centred on the values ``x``; the artist (for the legend)."""
+    return ax.stairs(y, edges, **style) if consecutive else ax.step(x, y, where="mid", **style)[0]
+
+
+def _bars(ax, x, lo, hi, **style):
+    """An error bar from ``lo`` to ``hi`` at each ``x`` (centred on the interval: it need not hold the
+    estimate, as a likelihood-ratio interval may rule a regularized estimate out); the container."""
+    return ax.errorbar(x, 0.5 * (lo + hi), yerr=0.5 * (hi - lo), fmt="none", elinewidth=1.0, zorder=4, **style)
+
+
 def _pair(ci, name: str, k: int):
     """A per-value interval ``(low, high)`` of ``k`` values each, checked; ``(None, None)`` for ``None``."""
     if ci is None:
@@ -405,37 +417,29 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     elif consecutive:
         if band_lo is None:  # with a band, the only shading is the band: a filled area would read as one
             ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)
-        legend.append((ax.stairs(share, edges, color=_C_EST, linewidth=1.4, zorder=3), "estimated share"))
+        legend.append((_steps(ax, x, edges, share, True, color=_C_EST, linewidth=1.4, zorder=3), "estimated share"))
     else:
         if band_lo is None:
             ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
-        legend.append((ax.step(x, share, where="mid", color=_C_EST, linewidth=1.4, zorder=3)[0], "estimated share"))
+        legend.append((_steps(ax, x, edges, share, False, color=_C_EST, linewidth=1.4, zorder=3), "estimated share"))
     if band_lo is not None:
         if k <= _BAR_MAX:  # bars: an error bar per value (a band behind bars would be hidden)
-            yerr = np.vstack([np.maximum(share - band_lo, 0.0), np.maximum(band_hi - share, 0.0)])
-            h = ax.errorbar(x, share, yerr=yerr, fmt="none", ecolor="#1f2d3d", elinewidth=1.0, capsize=2.5,
-                            zorder=4)
+            h = _bars(ax, x, band_lo, band_hi, ecolor="#1f2d3d", capsize=2.5)
         else:
             h = ax.fill_between(x, band_lo, band_hi, step="mid", color=_C_EST, alpha=0.35, linewidth=0,
                                 zorder=2.5)
         legend.append((h, str(ci_label)))
     if lr_lo is not None:  # the second interval: an outline, so the first band stays readable beneath it
-        if k <= _BAR_MAX:  # beside each bar, so the two error bars do not overlap; from low to high, which
-            # need not hold the estimate (the reports may rule a regularized estimate out)
-            h = ax.errorbar(x + 0.25, 0.5 * (lr_lo + lr_hi), yerr=0.5 * (lr_hi - lr_lo), fmt="none", ecolor=_C_LR,
-                            elinewidth=1.0, capsize=2.0, zorder=4)
+        if k <= _BAR_MAX:  # beside each bar, so the two error bars do not overlap
+            h = _bars(ax, x + 0.25, lr_lo, lr_hi, ecolor=_C_LR, capsize=2.0)
         else:
             style = dict(color=_C_LR, linewidth=1.0, linestyle=(0, (4, 2)), zorder=3.5)
-            if consecutive:
-                h = ax.stairs(lr_hi, edges, **style)
-                ax.stairs(lr_lo, edges, **style)
-            else:
-                h = ax.step(x, lr_hi, where="mid", **style)[0]
-                ax.step(x, lr_lo, where="mid", **style)
+            h = _steps(ax, x, edges, lr_hi, consecutive, **style)
+            _steps(ax, x, edges, lr_lo, consecutive, **style)
         legend.append((h, str(lr_label)))
     if truth is not None:
         style = dict(color=_C_TRUE, linewidth=1.3, linestyle="--", zorder=4)
-        h = ax.stairs(truth, edges, **style) if consecutive else ax.step(x, truth, where="mid", **style)[0]
+        h = _steps(ax, x, edges, truth, consecutive, **style)
         legend.append((h, "true share"))
 
     top = max(float(share.max()), float(truth.max()) if truth is not None else 0.0,

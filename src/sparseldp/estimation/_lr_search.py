@@ -39,13 +39,13 @@ class _Search:
     """The ends of likelihood-ratio intervals of the counts ``c`` (on the outputs that are ``A``'s columns).
 
     ``A``/``AT``: the column-scaled channel (dense or sparse); ``band``: its FFT banded Gram, or ``None``;
-    ``width``: its Gram's superdiagonals (0 when dense); ``mle`` and ``loglik``: the MLE and its
-    log-likelihood on these columns; ``tol``/``max_iter``: each tilted fit's certified gap and EM cap."""
+    ``width``: its Gram's superdiagonals (0 when dense); ``mle``: the MLE (``loglik``, its log-likelihood on
+    these columns); ``tol``/``max_iter``: each tilted fit's certified gap and EM cap."""
 
-    def __init__(self, A, AT, c, n: int, values, mle, loglik: float, dense: bool, tol: float, max_iter: int,
-                 width: int, band):
+    def __init__(self, A, AT, c, n: int, values, mle, dense: bool, tol: float, max_iter: int, width: int, band):
         self._A, self._AT, self._c, self.n = A, AT, c, n
-        self.values, self.mle, self.loglik = values, mle, loglik
+        self.values, self.mle = values, mle
+        self.loglik = self._loglik(mle)
         self._dense, self._tol, self._max_iter, self._width, self._band = dense, tol, max_iter, width, band
         # an interval's two ends are independent: side by side on large sparse channels (the banded Cholesky and
         # the products release the GIL; on small or dense ones threads only contend, as in _path)
@@ -89,8 +89,8 @@ class _Search:
         q = BT @ pp
         if np.any(q <= 0):
             return None
-        lb = float(self._c @ np.log(q))
-        cert = _certificate(B, self._c, q, n)  # the exact certificate at pp
+        lb = float(c @ np.log(q))
+        cert = _certificate(B, c, q, n)  # the exact certificate at pp
         p = pp / w
         p /= p.sum()
         return p, self._loglik(p), lb + cert

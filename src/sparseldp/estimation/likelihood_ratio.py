@@ -182,6 +182,7 @@ class Profile(ReadOnlyArrays):
         hi = np.array([b for _, b in out], dtype=float).reshape(shape)
         return _scalar(lo), _scalar(hi)
 
+
 def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -> Profile:
     """The profile likelihood of an estimate's report counts: likelihood-ratio intervals for its statistics.
 
@@ -227,10 +228,8 @@ def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -
         with warnings.catch_warnings():  # an uncertified MLE only loosens the bounds (L0 uses its likelihood)
             warnings.simplefilter("ignore")
             p = np.asarray(_fit(model, counts, "em", tol, max_iter).p, dtype=float)
-    q = AT @ p
-    loglik = float(c @ np.log(q))
     values = np.asarray(estimate.values)
-    search = _Search(A, AT, c, n, values, p, loglik, bool(model.dense), tol, max_iter,
-                     0 if model.dense else _band_width(A), band)
-    return Profile(p=np.asarray(estimate.p, dtype=float), values=values, mle=p, loglik=loglik,
-                   gap=_certificate(A, c, q, n), n=n, _search=search)
+    search = _Search(A, AT, c, n, values, p, bool(model.dense), tol, max_iter, 0 if model.dense else _band_width(A),
+                     band)
+    return Profile(p=np.asarray(estimate.p, dtype=float), values=values, mle=p, loglik=search.loglik,
+                   gap=_certificate(A, c, AT @ p, n), n=n, _search=search)
