@@ -3,6 +3,7 @@ exact likelihood-ratio interval and close to it (checked against a brute-force g
 simplex of three values), they hold the MLE's own value, nest with the level, and bad input
 gets a clear error.  Coverage is measured by benchmarks/bench_coverage.py, not here."""
 
+import dataclasses
 import math
 import warnings
 
@@ -259,8 +260,15 @@ def test_bad_input(fitted):
         profile(np.ones(3) / 3, MECH)
     with pytest.raises(ValueError, match="tol"):
         est.profile(MECH, tol=-1)
-    with pytest.raises(ValueError, match="counts"):  # another mechanism's outputs
+    with pytest.raises(ValueError, match="counts"):  # another mechanism's outputs, the estimate not recording its own
+        dataclasses.replace(est, mechanism=None).profile(SparseLaplace(lam=0.3, s=7))
+    with pytest.raises(ValueError, match=r"mechanism must be the one the estimate was fitted with"):
         est.profile(SparseLaplace(lam=0.3, s=7))
+    with pytest.raises(ValueError, match=r"mechanism must be the one the estimate was fitted with"):
+        est.profile(SparseLaplace(lam=0.4, s=21))  # the same outputs, other weights
+    with pytest.raises(TypeError, match=r"profile needs mechanism="):
+        dataclasses.replace(est, mechanism=None).profile()
+    assert est.profile().interval("mean") == prof.interval("mean")  # the recorded mechanism by default
     other = _fit(MECH, TRUTH, 5_000, seed=8)
     with pytest.raises(ValueError, match="ci must be a Bootstrap of this estimate|this estimate"):
         other.mean(ci=prof)

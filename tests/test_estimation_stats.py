@@ -3,6 +3,8 @@ point statistics on exact small examples, and the parametric bootstrap's interva
 (contain the estimate, reproducible for a seed, shrink with n).  Coverage is measured
 by benchmarks/bench_coverage.py, not here."""
 
+import dataclasses
+import pickle
 import re
 import warnings
 
@@ -1149,9 +1151,26 @@ def test_bootstrap_refuses_a_mechanism_the_estimate_was_not_fitted_with():
     m = sl.SparseLaplace(lam=0.5, s=7)
     y = sample(m, np.random.default_rng(0).integers(0, 10, 5000), rng=1)
     est = estimate_frequencies_full(y, m, domain=(0, 9))
+    assert est.mechanism is m
+    # the estimate records its mechanism: another kernel, or the same support with other weights (which
+    # the counts alone cannot reveal), is refused by name
+    for other in (sl.SparseGaussian(sigma=6.0, s=41), sl.SparseLaplace(lam=0.6, s=7)):
+        with pytest.raises(ValueError, match=r"mechanism must be the one the estimate was fitted with "
+                                             r"\(SparseLaplace\(lam=0.5, s=7\)\).*got Sparse"):
+            est.bootstrap(other, B=10, rng=0)
+    # an estimate without the record (built by hand, with counts): the counts' check still catches another
+    # support; without the mechanism at all, the call says what to pass
+    bare = dataclasses.replace(est, mechanism=None)
     with pytest.raises(ValueError, match=r"estimate.counts must be .* is it the mechanism the estimate was fitted"):
-        est.bootstrap(sl.SparseGaussian(sigma=6.0, s=41), B=10, rng=0)
-    assert est.bootstrap(m, B=10, rng=0) is not None
+        bare.bootstrap(sl.SparseGaussian(sigma=6.0, s=41), B=10, rng=0)
+    with pytest.raises(TypeError, match=r"bootstrap needs mechanism=.*built by hand"):
+        bare.bootstrap(B=10, rng=0)
+    # the recorded one by default; an equal value, or the same channel as a SparseChannel, is the same
+    ref = est.bootstrap(m, B=10, rng=0).interval("mean")
+    assert est.bootstrap(B=10, rng=0).interval("mean") == ref
+    assert est.bootstrap(sl.SparseLaplace(lam=0.5, s=7), B=10, rng=0).interval("mean") == ref
+    assert est.bootstrap(m.to_channel((0, 9), "extended"), B=10, rng=0).interval("mean") == pytest.approx(ref)
+    assert pickle.loads(pickle.dumps(est)).bootstrap(B=10, rng=0).interval("mean") == ref
 
 
 @pytest.mark.parametrize("lo", [-2**53, 2**53 - 9, -(2**40) + 3])

@@ -75,6 +75,10 @@ class FrequencyEstimate(ReadOnlyArrays):
         The report counts the fit used, one per output the domain can produce (in increasing
         output order; read-only, not shown in the repr).  ``bootstrap(..., robust=True)`` refits
         the MLE on them.  ``None`` for an estimate built by hand.
+    mechanism : SparseLaplace, SparseGaussian, SparseChannel or None
+        The mechanism the estimate was fitted with (not shown in the repr, not compared).
+        :meth:`bootstrap` and :meth:`profile` use it when called without one, and refuse
+        another whose channel on the domain differs.  ``None`` for an estimate built by hand.
     """
 
     p: np.ndarray
@@ -88,6 +92,7 @@ class FrequencyEstimate(ReadOnlyArrays):
     newton_steps: int = 0
     regularization: str | None = None
     counts: np.ndarray | None = field(default=None, repr=False, compare=False)
+    mechanism: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         # the statistics and the bootstrap rely on these; a hand-built estimate gets the same checks
@@ -138,10 +143,11 @@ class FrequencyEstimate(ReadOnlyArrays):
         """The estimated ``P(a <= X <= b)``."""
         return statistic(self, "range", ci=ci, level=level, a=a, b=b)
 
-    def bootstrap(self, mechanism, *, B=100, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single",
+    def bootstrap(self, mechanism=None, *, B=100, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single",
                   robust=False):
         """Parametric bootstrap of this estimate (:func:`sparseldp.estimation.intervals.bootstrap`).
 
+        ``mechanism`` defaults to the one the estimate was fitted with (:attr:`mechanism`).
         Replicate counts are drawn from the fitted output distribution and
         refit with the same method; ``rng`` only simulates on already
         privatized counts (no privacy role), so a seed is fine here.
@@ -155,7 +161,7 @@ class FrequencyEstimate(ReadOnlyArrays):
         return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth, tol=tol, max_iter=max_iter,
                          precision=precision, robust=robust)
 
-    def profile(self, mechanism, *, tol=0.01, max_iter=_DEFAULT_MAX_ITER):
+    def profile(self, mechanism=None, *, tol=0.01, max_iter=_DEFAULT_MAX_ITER):
         """Likelihood-ratio intervals from this estimate's report counts
         (:func:`sparseldp.estimation.likelihood_ratio.profile`).
 
@@ -163,7 +169,8 @@ class FrequencyEstimate(ReadOnlyArrays):
         inverting the CDF's) or of the variance under which the reports are within
         ``chi^2_1(level) / 2`` nats of their maximum likelihood, bounded from outside with
         certificates.  No smoothness is assumed: where the kernel is too wide to resolve a
-        statistic, its interval says so by its width.  Use as ``est.range(a, b, ci=est.profile(mechanism))``.
+        statistic, its interval says so by its width.  Use as ``est.range(a, b, ci=est.profile())``
+        (``mechanism`` defaults to the one the estimate was fitted with).
         """
         return profile(self, mechanism, tol=tol, max_iter=max_iter)
 
@@ -293,7 +300,7 @@ def estimate_frequencies_full(reports, mechanism, *, domain=None, method="auto",
         else:
             est = _fit(model, c_all, method, tol, max_iter, smooth)
     c_all.setflags(write=False)  # model.counts_of's own float array (never the caller's), kept on the estimate
-    return keep_model(dataclasses.replace(est, counts=c_all), mechanism, model)
+    return keep_model(dataclasses.replace(est, counts=c_all, mechanism=mechanism), mechanism, model)
 
 
 def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=None, max_iter=_DEFAULT_MAX_ITER,

@@ -126,7 +126,7 @@ import numpy as np
 from .._rng import simulation_generator
 from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
-from .model import checked_counts, model_for
+from .model import checked_counts, mechanism_of, model_for
 from .likelihood_ratio import Profile
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .replicates import Bootstrap, _check_level
@@ -165,7 +165,7 @@ def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | 
     return ci.point(stat, **kw), ci.interval(stat, level, kind=kind, **kw)
 
 
-def bootstrap(estimate, mechanism, *, B: int = 100, rng=None, smooth: int | None = None,
+def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int | None = None,
               tol: float | None = None, max_iter: int = 2_000, precision: str = "single",
               robust: bool = False) -> Bootstrap:
     r"""Parametric bootstrap of a :class:`~sparseldp.estimation.FrequencyEstimate`.
@@ -219,8 +219,9 @@ def bootstrap(estimate, mechanism, *, B: int = 100, rng=None, smooth: int | None
         Uses ``p``, ``domain``, ``method``, ``n`` (and ``regularization`` for
         ``method="auto"``: the chosen member is refitted, see ``refits._refit_plan``).  The
         report counts are not needed: the parametric bootstrap resamples from the fit.
-    mechanism : SparseLaplace, SparseGaussian or SparseChannel
-        The mechanism that produced the reports (the one passed to the estimator).
+    mechanism : SparseLaplace, SparseGaussian or SparseChannel, optional
+        The mechanism that produced the reports.  Default: the one the estimate was fitted with
+        (``estimate.mechanism``); another with a different channel on the domain is a ValueError.
     B : int >= 2
         Number of replicates.  The default interval (``kind="span"``) uses the replicates' mean and
         standard deviation, whose Monte Carlo error shrinks as ``B^-1/2``: at ``B = 100`` the
@@ -300,6 +301,7 @@ def bootstrap(estimate, mechanism, *, B: int = 100, rng=None, smooth: int | None
         raise TypeError(f"precision must be 'single' or 'double'; got {type(precision).__name__}")
     if precision not in ("single", "double"):
         raise ValueError(f"precision must be 'single' or 'double'; got {precision!r}")
+    mechanism = mechanism_of(estimate, mechanism, "bootstrap")
     gen = simulation_generator(rng)
     model = model_for(estimate, mechanism)  # the fit's own, where the estimate kept it
     p_hat = np.asarray(estimate.p, dtype=float)

@@ -85,7 +85,7 @@ from .._validation import check_int, check_positive
 from ._ipm import _band_width
 from ._lr_search import _Search
 from .mle import _band_of, _certificate
-from .model import checked_counts, model_for
+from .model import checked_counts, mechanism_of, model_for
 from .replicates import _check_level
 from .stats import _check_point, _check_q, _check_quantile_method, _check_range, _evaluate, _scalar
 
@@ -183,7 +183,7 @@ class Profile(ReadOnlyArrays):
         return _scalar(lo), _scalar(hi)
 
 
-def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -> Profile:
+def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_000) -> Profile:
     """The profile likelihood of an estimate's report counts: likelihood-ratio intervals for its statistics.
 
     Parameters
@@ -191,8 +191,9 @@ def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -
     estimate : FrequencyEstimate
         Any method; it must carry its report counts (``estimate.counts``, which
         :func:`~sparseldp.estimation.estimate_frequencies` keeps).  Its ``p`` gives the point values.
-    mechanism : SparseLaplace, SparseGaussian or SparseChannel
-        The mechanism the estimate was fitted with.
+    mechanism : SparseLaplace, SparseGaussian or SparseChannel, optional
+        The mechanism the estimate was fitted with (default: ``estimate.mechanism``, which
+        :func:`~sparseldp.estimation.estimate_frequencies` records; another channel is a ValueError).
     tol : float > 0
         Certified gap (nats) of the MLE and of every tilted fit (module docstring: it widens an end by
         about ``tol se / 2``).
@@ -211,7 +212,7 @@ def profile(estimate, mechanism, *, tol: float = 0.01, max_iter: int = 50_000) -
     if getattr(estimate, "counts", None) is None:
         raise ValueError("profile needs the estimate's report counts, and this estimate carries none "
                          "(estimate_frequencies keeps them)")
-    model = model_for(estimate, mechanism)
+    model = model_for(estimate, mechanism_of(estimate, mechanism, "profile"))
     counts = checked_counts(estimate, model)
     n = int(estimate.n)
     obs = np.flatnonzero(counts > 0)

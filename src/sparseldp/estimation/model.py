@@ -309,6 +309,49 @@ def checked_counts(estimate, model: _Model) -> np.ndarray:
     return counts
 
 
+def _same_channel(a, b, domain) -> bool:
+    """Whether mechanisms ``a`` and ``b`` have the same channel on ``domain``: equal values (frozen
+    mechanisms compare by their parameters), else the same outputs and log-probabilities on it (a
+    channel against an equivalent one, or a kernel mechanism against its own channel)."""
+    if type(a) is type(b) and isinstance(a, RadiusMechanism):
+        try:
+            if bool(a == b):
+                return True
+        except (TypeError, ValueError):  # a parameter that does not compare to a single bool
+            pass
+    ma, mb = _model(a, domain), _model(b, domain)
+    if ma.k != mb.k or not np.array_equal(ma.outputs, mb.outputs):
+        return False
+    if not np.allclose(ma.log_cs, mb.log_cs, rtol=1e-12, atol=1e-12):
+        return False
+    if ma.dense != mb.dense:
+        return False
+    if ma.dense:
+        return bool(np.allclose(ma.S, mb.S, rtol=1e-12, atol=0.0))
+    return bool(np.array_equal(ma.S.indptr, mb.S.indptr) and np.array_equal(ma.S.indices, mb.S.indices)
+                and np.allclose(ma.S.data, mb.S.data, rtol=1e-12, atol=0.0))
+
+
+def mechanism_of(estimate, mechanism, caller: str):
+    """The mechanism ``caller`` (``"bootstrap"``, ``"profile"``) works with: ``mechanism`` when given,
+    else the one the estimate was fitted with (``FrequencyEstimate.mechanism``).  A mechanism whose channel
+    on the domain differs from the recorded one is a ValueError: its counts, refits and likelihoods
+    would silently describe another experiment (two Laplace windows of the same support differ only in
+    their weights, which the counts cannot reveal)."""
+    kept = getattr(estimate, "mechanism", None)
+    if mechanism is None:
+        if kept is None:
+            raise TypeError(f"{caller} needs mechanism=: this estimate does not record the mechanism it was "
+                            "fitted with (built by hand); pass the one that produced the reports")
+        return kept
+    if kept is None or mechanism is kept:
+        return mechanism
+    if not _same_channel(kept, mechanism, tuple(estimate.domain)):
+        raise ValueError(f"mechanism must be the one the estimate was fitted with ({kept!r}) or one with the "
+                         f"same channel on the domain {tuple(estimate.domain)}; got {mechanism!r}")
+    return mechanism
+
+
 def model_for(estimate, mechanism) -> _Model:
     """The model of ``mechanism`` on ``estimate.domain``: the one the estimate's fit built when it kept it
     (:func:`keep_model`) for this very channel (the same object), else a new one."""
