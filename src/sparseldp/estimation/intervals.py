@@ -33,8 +33,8 @@ warm-started from ``p_hat``, and keeps the ``B`` replicate distributions.
   the kernel blurs: bimodal 68.5-74 % for range queries, the CDF, interpolated
   quantiles and single frequencies, spiky 1-38 %; only the mean and the
   variance cover there (94.5-96.5 %).  ``robust=True`` (below) restores the
-  bimodal truth's coverage and part of the spiky truth's (README, "Estimating
-  from reports");
+  bimodal truth's coverage and part of the spiky truth's (docs/estimation.md,
+  "Default intervals in detail");
 * ``kind="hull"``: the smallest interval containing both of the two below
   (the default before the span).  It reaches ``t_hat + b`` as well, half of
   its extra width on the side away from the correction, and over-covers:
@@ -86,7 +86,7 @@ are all the same distribution (and it has no robust reference, below).
 ``robust=True`` (:func:`bootstrap`) takes no smoothness for granted: it adds
 the MLE's bootstrap (the MLE fit on the same report counts) and every
 interval becomes the hull of the estimate's and the MLE's.  Measured against
-auto's own on the same repetitions (README, "Estimating from reports"): on
+auto's own on the same repetitions (docs/estimation.md, "Real columns and robust intervals"): on
 the health index 92.5-96.5 % for ranges, the CDF, quantiles and frequencies
 (auto's 13-69 %), on doctor visits 91.5-98 % (77.5-94.5 %); on smooth truths
 it over-covers (98-100 %) at 3.6-6.4 times auto's width (18-30 times for
@@ -99,8 +99,8 @@ inversion): the likelihood-ratio interval, the values under which the reports ar
 ``chi^2_1(level) / 2`` nats of their maximum likelihood, each end an outer bound with
 certificates.  It assumes no smoothness and needs no bootstrap; under the Laplace setting
 above it is about as wide as the robust hull and covers 95-100 %, and under the wide Gaussian
-kernel it covers where the hull does not, at the width the reports allow (README, "Estimating
-from reports").
+kernel it covers where the hull does not, at the width the reports allow (README, "Intervals",
+has the table).
 
 The bootstrap is simulation on already-privatized counts: it has no privacy
 role, and ``rng`` may be a seed for reproducible intervals.  With
@@ -278,7 +278,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
         two (:attr:`Bootstrap.reference`).  The point values stay the estimate's.  The MLE has no
         regularization bias to hide, so the hull holds where the truth is rougher than the estimate
         (heaped, rounded or spiky values), at the MLE's width, several times ``auto``'s on smooth
-        data (module docstring; the README, "Estimating from reports", has the table).  It costs
+        data (module docstring; docs/estimation.md, "Real columns and robust intervals", has the table).  It costs
         the MLE's fit and bootstrap on top: 2-3 s on 100 values; on 10^4 values and 10^8 reports,
         minutes (275 s on one thread, against 0.5 s without).  For an MLE it changes nothing.
 

@@ -55,8 +55,8 @@ concentrated truths, where the MLE's tail-weighted statistics vary about 10 % mo
 likelihood's curvature says: the bootstrap's interval is the reference for it), and more where
 positivity binds or the reports cannot resolve the statistic (ranges, CDF values, quantiles and single frequencies:
 95.5-100 % in every cell measured, real heaped columns included): there it is wide because the
-data are.  ``bench_coverage.py auto-profile`` measures it; the README ("Estimating from
-reports") has the table.  Under the Gaussian design of (1, 1e-6, 5) (sigma 21.1 on 0..99) and
+data are.  ``bench_coverage.py auto-profile`` measures it; the README ("Intervals", under
+"Estimating from reports") has the table.  Under the Gaussian design of (1, 1e-6, 5) (sigma 21.1 on 0..99) and
 10^5 reports, the range query ``P(30 <= X <= 50)`` of the smooth truth is pinned down only to
 an interval about 0.9 wide: distributions that far apart explain the reports within ``kappa``
 of the best, and the bootstrap's much narrower intervals there come from the estimate's
