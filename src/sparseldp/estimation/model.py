@@ -309,58 +309,59 @@ def checked_counts(estimate, model: _Model) -> np.ndarray:
     return counts
 
 
-def _same_channel(a, b, domain) -> bool:
-    """Whether mechanisms ``a`` and ``b`` have the same channel on ``domain``: equal values (frozen
-    mechanisms compare by their parameters), else the same outputs and log-probabilities on it (a
-    channel against an equivalent one, or a kernel mechanism against its own channel)."""
-    if type(a) is type(b) and isinstance(a, RadiusMechanism):
-        try:
-            if bool(a == b):
-                return True
-        except (TypeError, ValueError):  # a parameter that does not compare to a single bool
-            pass
-    ma, mb = _model(a, domain), _model(b, domain)
-    if ma.k != mb.k or not np.array_equal(ma.outputs, mb.outputs):
+def _same_model(a: _Model, b: _Model) -> bool:
+    """Whether two models on one domain have the same outputs and log-probabilities (rounding aside)."""
+    if not np.array_equal(a.outputs, b.outputs) or a.dense != b.dense:
         return False
-    if not np.allclose(ma.log_cs, mb.log_cs, rtol=1e-12, atol=1e-12):
+    if not np.allclose(a.log_cs, b.log_cs, rtol=1e-12, atol=1e-12):
         return False
-    if ma.dense != mb.dense:
-        return False
-    if ma.dense:
-        return bool(np.allclose(ma.S, mb.S, rtol=1e-12, atol=0.0))
-    return bool(np.array_equal(ma.S.indptr, mb.S.indptr) and np.array_equal(ma.S.indices, mb.S.indices)
-                and np.allclose(ma.S.data, mb.S.data, rtol=1e-12, atol=0.0))
+    if a.dense:
+        return bool(np.allclose(a.S, b.S, rtol=1e-12, atol=0.0))
+    return bool(np.array_equal(a.S.indptr, b.S.indptr) and np.array_equal(a.S.indices, b.S.indices)
+                and np.allclose(a.S.data, b.S.data, rtol=1e-12, atol=0.0))
 
 
 def mechanism_of(estimate, mechanism, caller: str):
-    """The mechanism ``caller`` (``"bootstrap"``, ``"profile"``) works with: ``mechanism`` when given,
-    else the one the estimate was fitted with (``FrequencyEstimate.mechanism``).  A mechanism whose channel
-    on the domain differs from the recorded one is a ValueError: its counts, refits and likelihoods
-    would silently describe another experiment (two Laplace windows of the same support differ only in
-    their weights, which the counts cannot reveal)."""
-    kept = getattr(estimate, "mechanism", None)
-    if mechanism is None:
-        if kept is None:
-            raise TypeError(f"{caller} needs mechanism=: this estimate does not record the mechanism it was "
-                            "fitted with (built by hand); pass the one that produced the reports")
-        return kept
-    if kept is None or mechanism is kept:
+    """``mechanism``, or when it is ``None`` the one the estimate was fitted with (``FrequencyEstimate.mechanism``)
+    for ``caller`` (``"bootstrap"``, ``"profile"``); :func:`model_for` checks a given one against it."""
+    if mechanism is not None:
         return mechanism
-    if not _same_channel(kept, mechanism, tuple(estimate.domain)):
-        raise ValueError(f"mechanism must be the one the estimate was fitted with ({kept!r}) or one with the "
-                         f"same channel on the domain {tuple(estimate.domain)}; got {mechanism!r}")
-    return mechanism
+    kept = getattr(estimate, "mechanism", None)
+    if kept is None:
+        raise TypeError(f"{caller} needs mechanism=: this estimate does not record the mechanism it was "
+                        "fitted with (built by hand); pass the one that produced the reports")
+    return kept
 
 
 def model_for(estimate, mechanism) -> _Model:
     """The model of ``mechanism`` on ``estimate.domain``: the one the estimate's fit built when it kept it
-    (:func:`keep_model`) for this very channel (the same object), else a new one."""
+    (:func:`keep_model`) for this very channel (the same object), else a new one.
+
+    A mechanism other than the one the estimate records (``FrequencyEstimate.mechanism``) must have the same
+    channel on the domain (an equal value, or the same outputs and log-probabilities, e.g. a kernel
+    mechanism's own channel), else a ValueError: its counts, refits and likelihoods would silently describe
+    another experiment (two Laplace windows of the same support differ only in their weights, which the
+    counts cannot reveal)."""
+    domain = tuple(estimate.domain)
+    recorded = getattr(estimate, "mechanism", None)
+    if recorded is not None and mechanism is not recorded:
+        model = _model(mechanism, domain)  # a TypeError for what is not a mechanism
+        equal = False
+        if type(recorded) is type(mechanism) and isinstance(mechanism, RadiusMechanism):
+            try:
+                equal = bool(recorded == mechanism)  # frozen mechanisms compare by their parameters
+            except (TypeError, ValueError):  # a parameter that does not compare to a single bool
+                pass
+        if not (equal or _same_model(model_for(estimate, recorded), model)):
+            raise ValueError(f"mechanism must be the one the estimate was fitted with ({recorded!r}) or one with "
+                             f"the same channel on the domain {domain}; got {mechanism!r}")
+        return model
     kept = getattr(estimate, "_channel_model", None)
     if kept is not None:
         mech, model = kept
-        if mech is mechanism and (model.lo, model.hi) == tuple(estimate.domain):
+        if mech is mechanism and (model.lo, model.hi) == domain:
             return model
-    return _model(mechanism, estimate.domain)
+    return _model(mechanism, domain)
 
 
 def _model(mechanism, domain) -> _Model:
