@@ -1,29 +1,40 @@
-"""Study: Anderson mixing in place of SQUAREM for EMS's fixed point (not adopted; 2026-11-30).
+"""Study: Anderson mixing in place of SQUAREM for EMS's fixed point (2026-11-30; adopted as a second phase).
 
 EMS with auto's weakest smoothing (weight 1/32) under a wide kernel creeps to its fixed point:
-``solvers._ems_fixed`` (SQUAREM) needs about 11,000-13,000 map evaluations on five training folds of
-10^4 reports on 1,000 values under the Gaussian design of (1, 1e-6, 10), most of a 22 s ``auto`` fit.
-Anderson mixing (type II, depth ``m``) of the pairs ``(x_i, F(x_i))`` is the usual cure for such
-slow contractions.  This script measures, for one training fold per case, the map evaluations each
-variant needs to get within ``1e-6``, ``1e-8`` and ``1e-10`` (TV of the plain step ``F(x) - x``)
-from the point the two stronger weights leave, and the smallest entry it ends on.  Variants: the
-mixture as is (``none``: it can leave the simplex), clipped at 0 (``clip``), kept at or above a tenth
-of the plain step's value (``floor``), or mixed in log coordinates (``log``).
+SQUAREM alone (``solvers._ems_squarem``) needs about 11,000-13,000 map evaluations on five training
+folds of 10^4 reports on 1,000 values under the Gaussian design of (1, 1e-6, 10), most of a 22 s
+``auto`` fit.  Anderson mixing (type II, depth ``m``) of the pairs ``(x_i, F(x_i))`` is the usual cure
+for such slow contractions.  This script measures, for one training fold per case, the map
+evaluations each variant needs to get within ``1e-6``, ``1e-8`` and ``1e-10`` (TV of the plain step
+``F(x) - x``) from the point the two stronger weights leave, and the smallest entry it ends on.
+Variants: the mixture as is (``none``: it can leave the simplex), clipped at 0 (``clip``), kept at
+or above a tenth of the plain step's value (``floor``), or mixed in log coordinates (``log``).
+
+Where it stands: ``solvers._ems_fixed`` runs SQUAREM for its first 300 evaluations and hands the
+columns it leaves to ``floor`` mixing at depth 3 (``solvers._ems_anderson``), which gives a column
+that stalls one restart and then hands it back to SQUAREM.  Mixing from the start (restarts on
+stalls, SQUAREM only after 3,000 evaluations) lost on the battery's small domains (127,273
+evaluations against SQUAREM's 109,134 over its 176 ``auto`` fits: a spike under the Laplace design of
+(1, 1e-6, 5), 3,495 against 309, the same choices and errors in every case); the hybrid
+keeps SQUAREM's count there and the mixing's gain on the wide kernels (``_ems_fixed``'s docstring has
+the numbers).  A weighted log-coordinate mixing (positive by construction, least squares weighted by
+the mass) was tried too: slower than ``floor`` on the wide kernels (554 against 359 evaluations to
+1e-6 on the smooth case, 1e-10 not reached in 3,000).
 
 What this script printed (2026-11-30, one run, one BLAS thread), evaluations to a residual of
 1e-6 / 1e-8 / 1e-10:
 
 * Gaussian, 1,000 values, smooth: ``clip`` 434 / 946 / 1,354, ``floor`` 445 / 1,128 / 1,498 (depth 3:
   359 / 758 / 1,103), ``none`` 541 / 1,089 / 1,376 ending with negative entries, ``log`` 1,861 / - / -;
-  SQUAREM, run inside ``_ems_fixed`` to its own stop (estimated distance 1e-4, 0.6-1.1e-4 in fact)
+  SQUAREM alone (``_ems_squarem``), run to its own stop (estimated distance 1e-4, 0.6-1.1e-4 in fact)
   from the uniform start, took 11,207-12,710 evaluations on the five folds of this case;
 * Gaussian, 1,000 values, zero-inflated: ``floor`` 175 / 344 / 734, ``clip`` 582 / 747 / 898,
   ``none`` stuck above 1e-8 with an entry of -3.8e-4, ``log`` 680 / 972 / 1,131;
 * Laplace, 100 values, spike, and Gaussian, 100 values, zero-inflated: 23-46 evaluations to 1e-6
   for every linear variant (``log`` up to 382).
 
-And a prototype of ``floor``/``clip`` inside ``_ems_fixed`` (all five folds, a stopping rule from
-the residuals' ratio over lags of ten evaluations; not kept, its patch is not in the repository):
+And a first prototype of ``floor``/``clip`` inside ``_ems_fixed``, mixing from the start (all five
+folds, a stopping rule from the residuals' ratio over lags of ten evaluations):
 
 * ``auto`` on the five shapes of ``bench_estimation._wide_kernel_few_reports`` made the same
   choices with the same errors (to four digits); the smooth shape 22.1 -> 10.0 s (old and new side
@@ -33,8 +44,7 @@ the residuals' ratio over lags of ten evaluations; not kept, its patch is not in
   depth 3, again 50,000 at depth 4), and a fallback to SQUAREM after 30 evaluations without
   progress fired on the wide-kernel spike and gave the gain back (14,225 evaluations).
 
-So the solver was not changed: a robust stall rule, and the battery's 176 choices rerun with it,
-are what adoption needs.  Run: ``python study_ems_anderson.py`` (a few minutes).
+Run: ``python study_ems_anderson.py`` (a few minutes).
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ import numpy as np
 import sparseldp as sl
 from bench_estimators import _shapes
 from sparseldp.estimation import _model
-from sparseldp.estimation.solvers import _ems_fixed, _ems_map
+from sparseldp.estimation.solvers import _ems_map, _ems_squarem
 
 CASES = {  # name: (k, family, H, n, seed, shape)
     "Laplace, 100 values, spike, 1e5": (100, "laplace", 5, 10**5, 98, "spike"),
@@ -71,7 +81,7 @@ def fold_map(k, family, H, n, seed, shape):
     inv_n = 1.0 / C.sum()
     P = np.full((k, 1), 1.0 / k)
     for w in (0.25, 0.125):
-        P, _, _ = _ems_fixed(A, AT, C, inv_n, P, 1, w, 1e-6, 50_000)
+        P, _, _ = _ems_squarem(A, AT, C, inv_n, P, 1, w, 1e-6, 50_000)
     return (lambda X: _ems_map(A, AT, C, inv_n, X, 1, 0.03125)), P
 
 

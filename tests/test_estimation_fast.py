@@ -6,7 +6,9 @@
 * channels that are not one shifted window (clipped windows) keep the sparse products;
 * the fused EM run on FFT products (``_toeplitz._Conv.em_rows``) against the same steps over the
   products one at a time, and (hypothesis) against plain EM on the exact channel for any window;
-* SQUAREM-accelerated EMS (solvers._ems_fixed) lands on the plain iteration's fixed point;
+* accelerated EMS (solvers._ems_fixed: SQUAREM, then Anderson mixing for the columns it leaves; each
+  of the two alone too) lands on the plain iteration's fixed point, and Anderson mixing hands a column
+  that stalls near entries close to 0 back to SQUAREM;
 * on a large channel the MLE is left off auto's path (its fold fits are not affordable).
 """
 
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model
 from sparseldp.estimation import _em_members, _path, _toeplitz, auto, solvers
-from sparseldp.estimation.solvers import _ems_fixed, _ems_map
+from sparseldp.estimation.solvers import _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
 CASES = [
@@ -184,12 +186,13 @@ def test_small_channel_keeps_sparse_products():
     assert not isinstance(A, _toeplitz._ConvA)
 
 
+@pytest.mark.parametrize("solver", ["_ems_fixed", "_ems_squarem", "_ems_anderson"])
 @pytest.mark.parametrize("mech,k,n,weight", [
     (SparseGaussian(sigma=6.0, s=41), 60, 10**5, 0.25),
     (SparseGaussian(sigma=6.0, s=41), 60, 10**5, 0.03125),
     (SparseLaplace(lam=0.3, s=31), 80, 10**6, 0.125),
 ])
-def test_accelerated_ems_reaches_the_plain_fixed_point(mech, k, n, weight):
+def test_accelerated_ems_reaches_the_plain_fixed_point(mech, k, n, weight, solver):
     model = _model(mech, (0, k - 1))
     rng = np.random.default_rng(3)
     x = np.arange(k)
@@ -201,7 +204,7 @@ def test_accelerated_ems_reaches_the_plain_fixed_point(mech, k, n, weight):
     A, AT = model.columns(obs)
     C = np.column_stack([c[obs], c[obs][::-1] * 0 + c[obs]])  # two identical columns: both must agree
     P0 = np.full((k, 2), 1.0 / k)
-    P, evals, conv = _ems_fixed(A, AT, C, 1.0 / n, P0, 1, weight, 1e-7, 200_000)
+    P, evals, conv = getattr(solvers, solver)(A, AT, C, 1.0 / n, P0, 1, weight, 1e-7, 200_000)
     assert conv.all() and np.allclose(P.sum(axis=0), 1.0) and P.min() >= 0.0
     ref = P0[:, :1]
     for _ in range(200_000):
@@ -212,6 +215,57 @@ def test_accelerated_ems_reaches_the_plain_fixed_point(mech, k, n, weight):
             break
     assert 0.5 * np.abs(P[:, 0] - ref[:, 0]).sum() < 2e-6
     assert np.array_equal(P[:, 0], P[:, 1])
+
+
+def _spike_fold():
+    """A training fold (4/5 of 10^6 reports) of a spike over a bump under the Laplace design of
+    (1, 1e-6, 5) on 100 values: EMS's fixed point at weight 1/32 has entries near 1e-5."""
+    import sparseldp as sl
+
+    k = 100
+    model = _model(sl.design("laplace", eps=1, delta=1e-6, H=5).mechanism, (0, k - 1))
+    x = np.arange(k, dtype=float)
+    p = np.exp(-0.5 * ((x - 50) / 15) ** 2)
+    p *= 0.7 / p.sum()
+    p[20] += 0.3
+    q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
+    gen = np.random.default_rng(0)
+    c = gen.multinomial(10**6, q / q.sum())
+    train = c - gen.binomial(c, 0.2)
+    obs = np.flatnonzero(train > 0)
+    A, AT = model.columns(obs)
+    return k, A, AT, train[obs][:, None].astype(float)
+
+
+def test_anderson_mixing_hands_a_stalled_column_back_to_squarem(monkeypatch):
+    """From the fixed point of a stronger smoothing, Anderson mixing alone overshoots the small entries
+    below 0, presses them against its floor and stops gaining: it must hand the column to SQUAREM and still land on the fixed
+    point; _ems_fixed, SQUAREM first, settles it without the mixing."""
+    k, A, AT, C = _spike_fold()
+    inv_n = 1.0 / C.sum()
+    P = np.full((k, 1), 1.0 / k)
+    for w in (0.25, 0.125):
+        P, _, conv = solvers._ems_anderson(A, AT, C, inv_n, P, 1, w, 1e-6, 50_000)
+        assert conv.all()
+    ref, _, conv = solvers._ems_squarem(A, AT, C, inv_n, np.full((k, 1), 1.0 / k), 1, 0.03125, 1e-11, 50_000)
+    assert conv.all() and ref.min() < 2e-3 / k  # small entries (1e-5 here): the mixtures overshoot them
+    calls = []
+    squarem = solvers._ems_squarem
+
+    def counted(*args, **kw):
+        calls.append(args[2].shape[1])
+        return squarem(*args, **kw)
+
+    monkeypatch.setattr(solvers, "_ems_squarem", counted)
+    got, evals, conv = solvers._ems_anderson(A, AT, C, inv_n, P, 1, 0.03125, 1e-6, 50_000)
+    assert calls == [1] and conv.all() and evals < 50_000
+    assert 0.5 * np.abs(got - ref).sum() < 1e-5
+    calls.clear()
+    anderson = []
+    monkeypatch.setattr(solvers, "_ems_anderson", lambda *a, **kw: anderson.append(1))
+    got, evals, conv = solvers._ems_fixed(A, AT, C, inv_n, np.full((k, 1), 1.0 / k), 1, 0.03125, 1e-6, 50_000)
+    assert conv.all() and evals <= solvers._AA_AFTER and not anderson
+    assert 0.5 * np.abs(got - ref).sum() < 1e-5
 
 
 def test_large_channel_leaves_the_mle_off_the_path(monkeypatch):

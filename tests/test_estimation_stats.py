@@ -842,7 +842,7 @@ def test_straggler_runs_go_on_while_they_halve_the_gap(monkeypatch, runs, want_r
 
 @pytest.mark.parametrize("estimated", [False, True])
 def test_unconverged_ems_refits_warn_how_far_they_are(monkeypatch, estimated):
-    # EMS refits cut short say how far they are (the estimated distance once five cycles have run;
+    # EMS refits cut short say how far they are (the estimated distance once enough steps have run;
     # forced here by a wrapped refit, as this small channel converges within them), how far their last
     # steps moved them, and how far the replicates lie from the estimate
     from sparseldp.estimation import refits
@@ -865,8 +865,8 @@ def test_unconverged_ems_refits_warn_how_far_they_are(monkeypatch, estimated):
     assert re.search(r"10 of 10 bootstrap refits stopped at max_iter = \d+ before tol = 1e-05 \(", text)
     far = (r"estimated TV distance to their fixed points: median 0\.0002, largest 0\.0002; their last steps moved "
            r"them a median TV distance of 3e-06" if estimated else
-           r"no estimate of their distance to their fixed points, as fewer than five cycles ran or the last ones "
-           r"did not contract; their last steps moved them a median TV distance of [0-9.e+-]+")
+           r"no estimate of their distance to their fixed points, as too few steps ran since the solver's last "
+           r"switch or the last ones did not contract; their last steps moved them a median TV distance of [0-9.e+-]+")
     assert re.search(far, text)
     spread = np.median(0.5 * np.abs(bs.replicates - e.p).sum(axis=1))
     assert f", and the replicates lie a median TV distance of {spread:.3g} from the estimate)" in text

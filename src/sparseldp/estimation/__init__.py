@@ -115,9 +115,12 @@ Stopping rule for EMS.  ``T`` is a smooth map whose fixed point is the EMS
 estimate; its iterates converge linearly, fast for narrow kernels and slowly
 for wide ones (rates above 0.999 for wide Gaussian kernels, i.e. tens of
 thousands of plain steps), so the iteration is accelerated by SQUAREM
-(``solvers._ems_fixed``: two plain steps, the squared extrapolation, one
+(``solvers._ems_squarem``: two plain steps, the squared extrapolation, one
 stabilizing step; 5-20x fewer map evaluations measured, same fixed point), and
-the distance to the fixed point is estimated from the observed rate: with
+where SQUAREM has not converged within 300 evaluations, by Anderson mixing
+(``solvers._ems_anderson``; ``solvers._ems_fixed`` has the rule and the
+measurements: on wide Gaussian kernels, 3-15x fewer evaluations again).  For
+SQUAREM the distance to the fixed point is estimated from the observed rate: with
 ``d_k = ||p_{k} - p_{k-1}||_1 / 2`` the second plain step of a cycle (total
 variation) and ``rho`` the largest ratio ``d_k / d_{k-1}`` of the two plain
 steps over the last five cycles,
@@ -130,7 +133,9 @@ the a-posteriori bound of a contraction with constant ``rho``.  EMS stops
 when this estimate is at most ``tol`` (default ``1e-8`` in total variation,
 six orders of magnitude below the statistical error at any realistic
 ``n``), or when a step changes nothing beyond rounding (``d_k <= 1e-14``).
-It is an estimate, not a certificate: ``rho`` is measured, not proven.
+Anderson mixing estimates it the same way from the residuals' ratios over
+lags of ten evaluations.  It is an estimate, not a certificate: ``rho`` is
+measured, not proven.
 
 Frequencies: unbiased inversion
 -------------------------------
@@ -177,7 +182,8 @@ One module per concern; imports point down this list (none of them imports
 * ``_mle_refits``: the MLE's batched refits (SQUAREM EM; active sets for a sparse MLE);
 * :mod:`~sparseldp.estimation.mle`: the MLE's solver (EM, interior-point Newton, the active set);
 * :mod:`~sparseldp.estimation.solvers`: the SQUAREM step, the EM runs,
-  EMS smoothing, least squares and :func:`project_simplex`;
+  EMS smoothing and its fixed point (SQUAREM, then Anderson mixing), least squares and
+  :func:`project_simplex`;
 * ``_flow``: the EM flow (EM continued in continuous time) behind ``auto``'s members past the step cap;
 * :mod:`~sparseldp.estimation.model`: the channel restricted to the domain;
 * :mod:`~sparseldp.estimation.counts`: :class:`ReportCounts`, reports to counts.
