@@ -568,16 +568,16 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
     assert 0 <= rows["variance"]["lr_low"] <= rows["variance"]["value"] <= rows["variance"]["lr_high"] <= 4.5**2
     rc, out, err = run(capsys, *base, "-o", d / "e2.csv", "--profile", "--bootstrap", "20")
     assert rc == 0 and "LR high" in out and "likelihood-ratio intervals (profile likelihood" in out
-    # on by default where it is cheap (domains of at most 100 values), --no-profile turns it off
+    # on by default where it is cheap (domains of at most 200 values), --no-profile turns it off
     rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json", "--bootstrap", "20")
     assert rc == 0 and json.loads(out)["profile"] is True and "lr_low" in json.loads(out)["statistics"][0]
     rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json", "--no-profile")
     assert rc == 0 and "lr_low" not in json.loads(out)["statistics"][0]
     assert json.loads(out)["profile"] is False and "ruled_out" not in json.loads(out)
     rc, out, err = run(capsys, *base, "-o", d / "e4.csv", "--bootstrap", "20")
-    assert rc == 0 and "LR high" in out and "on 100 values or fewer" not in out  # (a spinner's label, not printed)
+    assert rc == 0 and "LR high" in out and "on 200 values or fewer" not in out  # (a spinner's label, not printed)
     # off by default above (a quantile's search takes seconds to minutes there); the summary says how to ask
-    wide = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:100", "--quantiles", "0.5"]
+    wide = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:200", "--quantiles", "0.5"]
     rc, out, err = run(capsys, *wide, "-o", d / "e5.csv", "--json", "--bootstrap", "20")
     assert rc == 0 and json.loads(out)["profile"] is False and "lr_low" not in json.loads(out)["statistics"][0]
     rc, out, err = run(capsys, *wide, "-o", d / "e6.csv", "--bootstrap", "20")

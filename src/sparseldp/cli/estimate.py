@@ -17,7 +17,7 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
-* ``--profile`` (the default on domains of at most 100 values, where it costs under a second;
+* ``--profile`` (the default on domains of at most 200 values, where it costs a few seconds at most;
   ``--no-profile`` turns it off): also the likelihood-ratio interval of each statistic
   (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
@@ -134,11 +134,11 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
 __all__ = ["estimate_command"]
 
 
-#: Domains of at most this many values get the likelihood-ratio intervals unasked (``--profile``'s default):
-#: measured (2026-11-30, 10^5 reports, 100 values, both families' designs at (1, 1e-6, 5), bimodal and spiky
-#: truths) 0.0-0.4 s per statistic, 0.5 s for the CLI's default statistics (4.2 -> 4.7 s end to end); on
-#: 200 values a quantile took 10-13 s, the default statistics 33 s (7.3 -> 40.4 s).
-_AUTO_PROFILE_VALUES = 100
+#: Domains of at most this many values get the likelihood-ratio intervals unasked (``--profile``'s default).
+#: Measured (2026-11-30, 10^5 reports of a bimodal truth, the designs of (1, 1e-6, 5) for both families and
+#: the Gaussian one of (1, 1e-6, 10); the mean, variance, a range query and three quantiles): 0.2-1.1 s in all
+#: on 100 values, 0.5-2.8 s on 200, 0.8-10.2 s on 300, 12-74 s on 500 (a quantile's search is most of it).
+_AUTO_PROFILE_VALUES = 200
 
 #: Output formats of the estimate table, by extension.
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
@@ -238,7 +238,7 @@ def estimate_command(
         "--profile/--no-profile", help="Also print likelihood-ratio intervals (the profile likelihood) of the mean, "
                                        "variance, quantiles and range: the values the reports alone do not rule "
                                        "out, no smoothness assumed.  Default: on for domains of at most "
-                                       f"{_AUTO_PROFILE_VALUES} values (under a second there), off above (seconds "
+                                       f"{_AUTO_PROFILE_VALUES} values (a few seconds there), off above (seconds "
                                        "to minutes per quantile).", show_default=False)] = None,
     profile_values: Annotated[bool, typer.Option(
         "--profile-values", help="Also each value's likelihood-ratio interval (implies --profile): columns "

@@ -155,7 +155,11 @@ class Profile(ReadOnlyArrays):
             raise ValueError(f"kind must be None or 'profile' for a Profile; got {kind!r}")
         _evaluate(stat, self.p, self.values, kw)  # the checks of stat and its keywords
         z = NormalDist().inv_cdf(0.5 + 0.5 * level)
-        kappa = 0.5 * z * z
+        with self._search.blas():  # small channels: BLAS in one thread (_parallel.small_blas)
+            return self._ends(stat, 0.5 * z * z, kw)
+
+    def _ends(self, stat: str, kappa: float, kw: dict):
+        """:meth:`interval`'s ends, its arguments checked (``kappa``: the nats below the maximum)."""
         v = self.values.astype(float)
         if stat == "mean":
             return self._search.ends(v, kappa)
