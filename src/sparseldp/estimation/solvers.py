@@ -349,13 +349,13 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=Fals
     10) (window 695), 10^4 reports, five shapes: the weakest smoothing's fold fits took 781 / 741 /
     998 / 581 / 921 evaluations against 12,113 / 3,167 / 6,365 / 644 / 1,958 (smooth, bimodal,
     spike, zero-inflated, heavy tail), ``auto`` 7.0 / 3.0 / 8.6 / 8.6 / 4.3 s against 17.1 / 3.8 /
-    11.0 / 8.2 / 4.6 s; the bootstrap (B = 100) of the smooth shape's ``ems weight=0.03125``, 75 of
-    100 refits converged within their 2,000 evaluations against 17, 10.6 s against 14.0 s.  The
+    11.0 / 8.2 / 4.6 s; the bootstrap (B = 100) of the smooth shape's ``ems weight=0.03125``, all
+    100 refits converged within their 2,000 evaluations against 17, 7.9-9.1 s against 14.0 s.  The
     estimator battery (``benchmarks/bench_estimators.py``, 176 cases on 20 and 100 values) made the
-    same 176 choices, TV and W1 within 3e-8 and 5e-7, with 99,426 EMS evaluations against 109,134
-    (two cases took more: 2,671 against 1,404 and 1,608 against 1,290).  Anderson mixing alone stalled near small entries (a spike under the Laplace design of
-    (1, 1e-6, 5), 100 values, 10^6 reports: 3,495 evaluations against SQUAREM's 309;
-    benchmarks/study_ems_anderson.py).
+    same 176 choices, TV and W1 within 3e-8 and 5e-7, with 99,128 EMS evaluations against 109,134
+    (two cases took more: 2,693 against 1,404 and 1,608 against 1,290).  Anderson mixing alone
+    stalled near small entries (a spike under the Laplace design of (1, 1e-6, 5), 100 values, 10^6
+    reports: 3,495 evaluations against SQUAREM's 309; benchmarks/study_ems_anderson.py).
 
     Returns (P, evaluations, converged mask), and with ``with_dist`` a ``2 x b`` array: each column's
     last estimated distance to its fixed point (``inf`` where the solver had no estimate) and its last
@@ -390,8 +390,11 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
 
     Safeguards: a column whose residual has not shrunk over three looks in a row (below) forgets its
     history once; when it stalls again, or when the mixing has taken ``_AA_BUDGET = 3,000``
-    evaluations, it goes to :func:`_ems_squarem` from where it is, with the rest of ``max_iter``
-    (its convergence then is SQUAREM's).  Near a fixed point with small entries (1e-5 where the mean
+    evaluations, it leaves the mixing, and once the others are done goes to :func:`_ems_squarem` from
+    where it left, with the rest of its ``max_iter`` (its convergence then is SQUAREM's).  Run inside the
+    loop, that run held up the other columns and spent their budget: a bootstrap's block of 25 refits
+    ended with none converged because one had been handed back (1,000 values under the wide Gaussian
+    kernel; 100 of 100 converged once the hand-back waited).  Near a fixed point with small entries (1e-5 where the mean
     is 1e-2: a spike under the Laplace design of (1, 1e-6, 5) on 100 values) the mixtures overshoot
     them below 0, the floor holds them, and the residual stops shrinking near 1e-6: this is what the
     hand-back is for (``tests/test_estimation_fast.py`` reproduces it).
@@ -445,6 +448,7 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
     stalled = np.zeros(b, bool)
     restarts = np.zeros(b, int)
     unconverged = np.zeros(b, bool)  # columns SQUAREM took over and left short
+    handed = np.full(b, -1)  # the evaluation at which a column went back to SQUAREM (-1: it did not)
     P[:] = G
     dist[1] = res
     done = res <= _EMS_FLOOR
@@ -516,16 +520,21 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
                 thetas[:, again] = np.nan
                 restarts[again] += 1
                 stalled &= ~again
-            if stalled.any():  # to SQUAREM from where they are, with the rest of the budget
-                cols = ia[stalled]
-                Ps, e, conv_s, dist_s = _ems_squarem(A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight,
-                                                     tol, max_iter - evals, with_dist=True)
-                evals += e
-                P[:, cols] = Ps
-                dist[:, cols] = dist_s
-                done |= stalled  # leave the mixing; converged or not, as SQUAREM says
-                unconverged[cols[~conv_s]] = True
+            if stalled.any():  # leave the mixing: to SQUAREM after the loop, with the rest of their budget
+                handed[ia[stalled]] = evals
+                done |= stalled
                 stalled[:] = False
+    # the columns handed back, in groups by when they left (each with its own rest of max_iter): after the
+    # loop, not inside it, so that one column's SQUAREM run neither holds up nor spends the others' budget
+    total = evals
+    for at in np.unique(handed[handed >= 0]):
+        cols = np.flatnonzero(handed == at)
+        Ps, e, conv_s, dist_s = _ems_squarem(A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight, tol,
+                                             max_iter - int(at), with_dist=True)
+        P[:, cols], dist[:, cols] = Ps, dist_s
+        unconverged[cols[~conv_s]] = True
+        total = max(total, int(at) + e)
+    evals = total
     conv = ~active & ~unconverged
     return (P, evals, conv, dist) if with_dist else (P, evals, conv)
 
