@@ -239,8 +239,8 @@ def _spike_fold():
 
 def test_anderson_mixing_hands_a_stalled_column_back_to_squarem(monkeypatch):
     """From the fixed point of a stronger smoothing, Anderson mixing alone overshoots the small entries
-    below 0, presses them against its floor and stops gaining: it must hand the column to SQUAREM and still land on the fixed
-    point; _ems_fixed, SQUAREM first, settles it without the mixing."""
+    below 0, presses them against its floor and stops gaining: it must hand the column to SQUAREM and
+    still land on the fixed point; _ems_fixed, SQUAREM first, settles it without the mixing."""
     k, A, AT, C = _spike_fold()
     inv_n = 1.0 / C.sum()
     P = np.full((k, 1), 1.0 / k)

@@ -90,7 +90,7 @@ def _squarem(P, r, u, P2, max_halvings=None):
     taken as ``-1``.  ``max_halvings`` caps the halvings (``None``: no cap, as for ``_em``); a column
     still negative at the cap keeps its ``a < -1`` and gets ``p2`` as its point.
 
-    ``P``, ``r``, ``u``, ``P2``: ``k x b`` arrays, one column per problem (``_mle_refits``),
+    ``P``, ``r``, ``u``, ``P2``: ``k x b`` arrays, one column per problem (:func:`_ems_squarem`, ``_mle_refits``),
     or one column as 1-D arrays (``_em``).  A 1-D column is handled with Python floats
     (numpy's per-call cost on 0-d values made ``_em`` up to 20 % slower on small channels)
     and keeps ``_em``'s own rounding and test: BLAS dot products for the norms, and
@@ -261,8 +261,8 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
 def _ems_squarem(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=False):
     r"""EMS to its fixed point in every column of ``C`` from the columns of ``P``, accelerated by SQUAREM
     (Varadhan and Roland 2008, scheme S3, which they apply to EMS among other fixed-point maps): the first
-    phase of :func:`_ems_fixed`, and where :func:`_ems_anderson` sends a column whose mixing stalls.  From ``p``, ``p1 = F(p)``,
-    ``p2 = F(p1)``, ``r = p1 - p``, ``v = p2 - p1 - r``, the extrapolation
+    phase of :func:`_ems_fixed`, and where :func:`_ems_anderson` sends a column whose mixing stalls.
+    From ``p``, ``p1 = F(p)``, ``p2 = F(p1)``, ``r = p1 - p``, ``v = p2 - p1 - r``, the extrapolation
     ``p - 2 a r + a^2 v`` with ``a = -|r|/|v|`` (at most -1; halved towards
     -1 while it has a negative entry; ``a = -1`` is ``p2``), then one
     stabilizing step of ``F``.  A column whose stabilized step is longer than
