@@ -394,10 +394,10 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
     where it left, with the rest of its ``max_iter`` (its convergence then is SQUAREM's).  Run inside the
     loop, that run held up the other columns and spent their budget: a bootstrap's block of 25 refits
     ended with none converged because one had been handed back (1,000 values under the wide Gaussian
-    kernel; 100 of 100 converged once the hand-back waited).  Near a fixed point with small entries (1e-5 where the mean
-    is 1e-2: a spike under the Laplace design of (1, 1e-6, 5) on 100 values) the mixtures overshoot
-    them below 0, the floor holds them, and the residual stops shrinking near 1e-6: this is what the
-    hand-back is for (``tests/test_estimation_fast.py`` reproduces it).
+    kernel; 100 of 100 converged once the hand-back waited).  Near a fixed point with small entries
+    (1e-5 where the mean is 1e-2: a spike under the Laplace design of (1, 1e-6, 5) on 100 values) the
+    mixtures overshoot them below 0, the floor holds them, and the residual stops shrinking near 1e-6:
+    this is what the hand-back is for (``tests/test_estimation_fast.py`` reproduces it).
 
     Stopping rule, per column: every ``L = 10`` evaluations the point ``F(x)``
     is compared with the one ``L`` evaluations before: with ``disp`` their TV
@@ -472,8 +472,8 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
             coef = np.divide(coef, sv, out=np.zeros_like(coef), where=cut)
             gamma = np.einsum("bji,bj->bi", Vt, coef)
             # the mixture, each entry kept at or above a tenth of its plain step's value: an overshoot
-            # below 0 would leave the simplex, and clipping at 0 instead stalls the mixing (a spike under
-            # weight 1/32: residuals stuck at 1e-6; the floor also converged fastest on zero-inflated truths)
+            # below 0 would leave the simplex, and clipping at 0 instead stalled more (a spike under weight
+            # 1/32: residuals stuck near 1e-6 for 50,000 evaluations; study_ems_anderson.py)
             Xn = np.maximum(G - np.einsum("ikb,bi->kb", dG[:filled], gamma), _AA_FLOOR * G)
             tot = Xn.sum(axis=0)
             bad = ~np.isfinite(tot)
