@@ -1,7 +1,7 @@
 """Study: Anderson mixing in place of SQUAREM for EMS's fixed point (2026-11-30; adopted as a second phase).
 
 EMS with auto's weakest smoothing (weight 1/32) under a wide kernel creeps to its fixed point:
-SQUAREM alone (``solvers._ems_squarem``) needs about 11,000-13,000 map evaluations on five training
+SQUAREM alone (``_ems._ems_squarem``) needs about 11,000-13,000 map evaluations on five training
 folds of 10^4 reports on 1,000 values under the Gaussian design of (1, 1e-6, 10), most of a 22 s
 ``auto`` fit.  Anderson mixing (type II, depth ``m``) of the pairs ``(x_i, F(x_i))`` is the usual cure
 for such slow contractions.  This script measures, for one training fold per case, the map
@@ -10,8 +10,8 @@ evaluations each variant needs to get within ``1e-6``, ``1e-8`` and ``1e-10`` (T
 Variants: the mixture as is (``none``: it can leave the simplex), clipped at 0 (``clip``), kept at
 or above a tenth of the plain step's value (``floor``), or mixed in log coordinates (``log``).
 
-Where it stands: ``solvers._ems_fixed`` runs SQUAREM for its first 300 evaluations and hands the
-columns it leaves to ``floor`` mixing at depth 3 (``solvers._ems_anderson``), which gives a column
+Where it stands: ``_ems._ems_fixed`` runs SQUAREM for its first 300 evaluations and hands the
+columns it leaves to ``floor`` mixing at depth 3 (``_ems._ems_anderson``), which gives a column
 that stalls one restart and then hands it back to SQUAREM.  Mixing from the start (restarts on
 stalls, SQUAREM only after 3,000 evaluations) lost on the battery's small domains (127,273
 evaluations against SQUAREM's 109,134 over its 176 ``auto`` fits: a spike under the Laplace design of
@@ -54,7 +54,7 @@ import numpy as np
 import sparseldp as sl
 from bench_estimators import _shapes
 from sparseldp.estimation import _model
-from sparseldp.estimation.solvers import _ems_map, _ems_squarem
+from sparseldp.estimation._ems import _ems_map, _ems_squarem
 
 CASES = {  # name: (k, family, H, n, seed, shape)
     "Laplace, 100 values, spike, 1e5": (100, "laplace", 5, 10**5, 98, "spike"),

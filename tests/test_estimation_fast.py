@@ -6,7 +6,7 @@
 * channels that are not one shifted window (clipped windows) keep the sparse products;
 * the fused EM run on FFT products (``_toeplitz._Conv.em_rows``) against the same steps over the
   products one at a time, and (hypothesis) against plain EM on the exact channel for any window;
-* accelerated EMS (solvers._ems_fixed: SQUAREM, then Anderson mixing for the columns it leaves; each
+* accelerated EMS (_ems._ems_fixed: SQUAREM, then Anderson mixing for the columns it leaves; each
   of the two alone too) lands on the plain iteration's fixed point, and Anderson mixing hands a column
   that stalls near entries close to 0 back to SQUAREM;
 * on a large channel the MLE is left off auto's path (its fold fits are not affordable).
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model
-from sparseldp.estimation import _em_members, _path, _toeplitz, auto, solvers
-from sparseldp.estimation.solvers import _ems_map
+from sparseldp.estimation import _em_members, _ems, _path, _toeplitz, auto, solvers
+from sparseldp.estimation._ems import _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
 CASES = [
@@ -204,7 +204,7 @@ def test_accelerated_ems_reaches_the_plain_fixed_point(mech, k, n, weight, solve
     A, AT = model.columns(obs)
     C = np.column_stack([c[obs], c[obs][::-1] * 0 + c[obs]])  # two identical columns: both must agree
     P0 = np.full((k, 2), 1.0 / k)
-    P, evals, conv = getattr(solvers, solver)(A, AT, C, 1.0 / n, P0, 1, weight, 1e-7, 200_000)
+    P, evals, conv = getattr(_ems, solver)(A, AT, C, 1.0 / n, P0, 1, weight, 1e-7, 200_000)
     assert conv.all() and np.allclose(P.sum(axis=0), 1.0) and P.min() >= 0.0
     ref = P0[:, :1]
     for _ in range(200_000):
@@ -245,26 +245,26 @@ def test_anderson_mixing_hands_a_stalled_column_back_to_squarem(monkeypatch):
     inv_n = 1.0 / C.sum()
     P = np.full((k, 1), 1.0 / k)
     for w in (0.25, 0.125):
-        P, _, conv = solvers._ems_anderson(A, AT, C, inv_n, P, 1, w, 1e-6, 50_000)
+        P, _, conv = _ems._ems_anderson(A, AT, C, inv_n, P, 1, w, 1e-6, 50_000)
         assert conv.all()
-    ref, _, conv = solvers._ems_squarem(A, AT, C, inv_n, np.full((k, 1), 1.0 / k), 1, 0.03125, 1e-11, 50_000)
+    ref, _, conv = _ems._ems_squarem(A, AT, C, inv_n, np.full((k, 1), 1.0 / k), 1, 0.03125, 1e-11, 50_000)
     assert conv.all() and ref.min() < 2e-3 / k  # small entries (1e-5 here): the mixtures overshoot them
     calls = []
-    squarem = solvers._ems_squarem
+    squarem = _ems._ems_squarem
 
     def counted(*args, **kw):
         calls.append(args[2].shape[1])
         return squarem(*args, **kw)
 
-    monkeypatch.setattr(solvers, "_ems_squarem", counted)
-    got, evals, conv = solvers._ems_anderson(A, AT, C, inv_n, P, 1, 0.03125, 1e-6, 50_000)
+    monkeypatch.setattr(_ems, "_ems_squarem", counted)
+    got, evals, conv = _ems._ems_anderson(A, AT, C, inv_n, P, 1, 0.03125, 1e-6, 50_000)
     assert calls == [1] and conv.all() and evals < 50_000
     assert 0.5 * np.abs(got - ref).sum() < 1e-5
     calls.clear()
     anderson = []
-    monkeypatch.setattr(solvers, "_ems_anderson", lambda *a, **kw: anderson.append(1))
-    got, evals, conv = solvers._ems_fixed(A, AT, C, inv_n, np.full((k, 1), 1.0 / k), 1, 0.03125, 1e-6, 50_000)
-    assert conv.all() and evals <= solvers._AA_AFTER and not anderson
+    monkeypatch.setattr(_ems, "_ems_anderson", lambda *a, **kw: anderson.append(1))
+    got, evals, conv = _ems._ems_fixed(A, AT, C, inv_n, np.full((k, 1), 1.0 / k), 1, 0.03125, 1e-6, 50_000)
+    assert conv.all() and evals <= _ems._AA_AFTER and not anderson
     assert 0.5 * np.abs(got - ref).sum() < 1e-5
 
 

@@ -414,14 +414,13 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
     if k <= _BAR_MAX:
         legend.append((ax.bar(x, share, width=0.8, color=_C_EST, alpha=0.85, edgecolor="white", linewidth=0.6,
                               zorder=2), "estimated share"))
-    elif consecutive:
-        if band_lo is None:  # with a band, the only shading is the band: a filled area would read as one
-            ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)
-        legend.append((_steps(ax, x, edges, share, True, color=_C_EST, linewidth=1.4, zorder=3), "estimated share"))
     else:
-        if band_lo is None:
+        if band_lo is None and consecutive:  # with a band, the only shading is the band: a filled area would
+            ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)  # read as one
+        elif band_lo is None:
             ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
-        legend.append((_steps(ax, x, edges, share, False, color=_C_EST, linewidth=1.4, zorder=3), "estimated share"))
+        legend.append((_steps(ax, x, edges, share, consecutive, color=_C_EST, linewidth=1.4, zorder=3),
+                       "estimated share"))
     if band_lo is not None:
         if k <= _BAR_MAX:  # bars: an error bar per value (a band behind bars would be hidden)
             h = _bars(ax, x, band_lo, band_hi, ecolor="#1f2d3d", capsize=2.5)

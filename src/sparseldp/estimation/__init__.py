@@ -115,10 +115,10 @@ Stopping rule for EMS.  ``T`` is a smooth map whose fixed point is the EMS
 estimate; its iterates converge linearly, fast for narrow kernels and slowly
 for wide ones (rates above 0.999 for wide Gaussian kernels, i.e. tens of
 thousands of plain steps), so the iteration is accelerated by SQUAREM
-(``solvers._ems_squarem``: two plain steps, the squared extrapolation, one
+(``_ems._ems_squarem``: two plain steps, the squared extrapolation, one
 stabilizing step; 5-20x fewer map evaluations measured, same fixed point), and
 where SQUAREM has not converged within 300 evaluations, by Anderson mixing
-(``solvers._ems_anderson``; ``solvers._ems_fixed`` has the rule and the
+(``_ems._ems_anderson``; ``_ems._ems_fixed`` has the rule and the
 measurements: on wide Gaussian kernels, 3-15x fewer evaluations again).  For
 SQUAREM the distance to the fixed point is estimated from the observed rate: with
 ``d_k = ||p_{k} - p_{k-1}||_1 / 2`` the second plain step of a cycle (total
@@ -181,9 +181,9 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.refits`: the bootstrap's batched replicate refits;
 * ``_mle_refits``: the MLE's batched refits (SQUAREM EM; active sets for a sparse MLE);
 * :mod:`~sparseldp.estimation.mle`: the MLE's solver (EM, interior-point Newton, the active set);
-* :mod:`~sparseldp.estimation.solvers`: the SQUAREM step, the EM runs,
-  EMS smoothing and its fixed point (SQUAREM, then Anderson mixing), least squares and
+* :mod:`~sparseldp.estimation.solvers`: the SQUAREM step, the EM runs, least squares and
   :func:`project_simplex`;
+* ``_ems``: EMS smoothing, its map and its fixed point (SQUAREM, then Anderson mixing);
 * ``_flow``: the EM flow (EM continued in continuous time) behind ``auto``'s members past the step cap;
 * :mod:`~sparseldp.estimation.model`: the channel restricted to the domain;
 * :mod:`~sparseldp.estimation.counts`: :class:`ReportCounts`, reports to counts.
@@ -199,7 +199,8 @@ from .frequencies import METHODS, ConvergenceWarning, FrequencyEstimate, estimat
     estimate_frequencies_full
 from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # noqa: F401
 from .model import _model  # noqa: F401
-from .solvers import _smooth, project_simplex  # noqa: F401
+from ._ems import _smooth  # noqa: F401
+from .solvers import project_simplex  # noqa: F401
 from .intervals import Bootstrap, bootstrap
 from .likelihood_ratio import Profile, profile
 from .stats import distance

@@ -15,7 +15,7 @@ from ._flow import _em_flow
 from ._parallel import concurrently, side_by_side
 from .mle import _mle
 from .model import _Model
-from .solvers import _ems_fixed
+from ._ems import _ems_fixed
 
 # EMS smoothing weights on the path, most smoothing first (1/4 is method="ems" with smooth=1).
 _EMS_WEIGHTS = (0.25, 0.125, 0.03125)

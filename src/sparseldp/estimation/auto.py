@@ -171,7 +171,7 @@ TV or W1.
 Cost: the K folds run together (one mat-mat product per step for all
 folds), so selection costs about ``K`` fits of each member, with the
 per-step overhead of one.  EMS is accelerated by SQUAREM, then Anderson
-mixing where SQUAREM is slow (``solvers._ems_fixed``), and for a kernel on Z with a long window the
+mixing where SQUAREM is slow (``_ems._ems_fixed``), and for a kernel on Z with a long window the
 products are FFT convolutions (:mod:`sparseldp.estimation._toeplitz`,
 ``O(k log k)`` instead of ``O(k s)``); the reported log-likelihood and gap
 use the exact sparse channel.

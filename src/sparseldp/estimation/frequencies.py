@@ -24,7 +24,8 @@ from .intervals import bootstrap, statistic
 from .likelihood_ratio import profile
 from .mle import _certificate, _mle
 from .stats import _check_dist
-from .solvers import METHODS, _METHODS_TEXT, _check_smooth, _ems, _least_squares, project_simplex
+from ._ems import _check_smooth, _ems
+from .solvers import METHODS, _METHODS_TEXT, _least_squares, project_simplex
 
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.
 _DEFAULT_TOL = {"auto": 1e-2, "em": 1e-2, "ems": 1e-8, "inversion": 1e-2}

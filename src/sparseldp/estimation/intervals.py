@@ -187,7 +187,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
       convergence (20,000 evaluations, B = 100: 142.6 s against 22.3 s) the interval ends moved by
       at most 1.5 % of their width for the mean, variance, a CDF value and a range query, and 4.2 %
       per value.  With Anderson mixing after SQUAREM's first 300 evaluations
-      (``solvers._ems_fixed``), B = 100: every refit converged, against 17, in 7.9-9.1 s against
+      (``_ems._ems_fixed``), B = 100: every refit converged, against 17, in 7.9-9.1 s against
       14.0 s in the same session; the ends of the mean's and variance's intervals moved by under 1e-5
       of their width, the CDF value's by 1e-3 and the range query's by 0.9 %;
     * ``"em"``: SQUAREM EM on all ``B`` replicates at once (:func:`_refit_em`; FFT products

@@ -24,8 +24,8 @@ from ._em_members import _flow_fits
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
-from .solvers import (METHODS, _METHODS_TEXT, _check_smooth, _em_run, _ems_fixed, _least_squares,
-                      project_simplex)
+from ._ems import _check_smooth, _ems_fixed
+from .solvers import METHODS, _METHODS_TEXT, _em_run, _least_squares, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
@@ -64,7 +64,7 @@ def _refit_ems(A, AT, C, n, P0, passes, weight, tol, max_iter):
 
     ``A``, ``AT``: the column-scaled channel on all outputs and its transpose
     (sparse, dense, or applied by FFT, :mod:`sparseldp.estimation._toeplitz`).
-    ``solvers._ems_fixed``: accelerated, the same stopping rule (``tol``) as
+    ``_ems._ems_fixed``: accelerated, the same stopping rule (``tol``) as
     ``method="ems"``; converged replicates are frozen.  Returns (P, evals,
     converged mask, ``2 x B``: the estimated TV distance of each to its fixed point and its last
     plain step), ``P`` with one row per replicate.
