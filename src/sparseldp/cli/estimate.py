@@ -221,35 +221,12 @@ def estimate_command(
     check_output(plot, "plot")
 
     spec = load_spec(mechanism)  # refuses a spec whose recorded guarantee does not hold
-    if domain is None:
-        if spec.domain is None:
-            raise ValueError("--domain lo:hi is required: the mechanism spec has no domain")
-        dom = spec.domain
-    else:
-        dom = parse_domain(domain)
-    if spec.domain is not None and not (spec.domain[0] <= dom[0] and dom[1] <= spec.domain[1]):
-        raise ValueError(f"--domain {dom[0]}:{dom[1]} must lie inside the spec's domain "
-                         f"{spec.domain[0]}:{spec.domain[1]}")
-    if spec.domain is None:  # the channel restricted to --domain is built below: refuse a huge one now
-        from ..channel import check_entries
-
-        check_entries(dom[1] - dom[0] + 1, spec.s, f"--domain {dom[0]}:{dom[1]} with s = {spec.s}")
     target = spec.sampler_target()
+    dom, bounds, reason = _domain_and_bounds(spec, domain, target)
     # each value's intervals come with the statistics'; unasked, on where they are cheap
     profile = bool(profile_values or (asked_profile if asked_profile is not None
                                       else dom[1] - dom[0] + 1 <= _AUTO_PROFILE_VALUES))
 
-    # bounds = every output the mechanism has: a report outside is an error naming its row
-    if spec.domain is None:
-        t = spec.mechanism.t
-        bounds = (dom[0] - t, dom[1] + t)
-        reason = (f"every report the mechanism can produce from the domain {dom[0]}..{dom[1]}: the domain widened "
-                  f"by its radius t = {t}")
-    else:
-        outs = np.asarray(target.outputs)
-        bounds = (int(outs.min()), int(outs.max()))
-        reason = (f"every report the spec's {spec.window} channel on {spec.domain[0]}..{spec.domain[1]} can "
-                  "produce")
     src = "-" if is_stdio(input) else input
     with stage(f"reading the reports in column {column!r}"):
         if spark_job is not None:
@@ -268,9 +245,7 @@ def estimate_command(
             mean_tol = 1e-2 if (tol is None or method == "ems") else tol
             mean = estimate_mean(rc, target, domain=dom, confidence=confidence, tol=mean_tol,
                                  max_iter=max_iter) if rc.n >= 2 else None
-        mle = est.method == "em" or est.regularization == "em mle"
-        regularized = est.method == "ems" or (est.method == "auto" and not mle)  # (inversion is not)
-        widened = robust and not mle  # --robust adds the MLE's intervals (a no-op for an MLE)
+        widened = robust and not _is_mle(est)  # --robust adds the MLE's intervals (a no-op for an MLE)
         also = " and the MLE's fit and refits (--robust)" if widened else ""
         label = f"bootstrap: {boot} refits ({est.regularization or est.method}){also}" if boot else "statistics"
         if profile:
@@ -284,48 +259,15 @@ def estimate_command(
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
             raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
                              "--domain")
-    values = est.values
-    guarantee = spec.guarantee
     plot_bytes = None
     if plot is not None:
-        from ..figures import render_estimate
-
-        true_p = None
-        if truth is not None:
-            _, t_counts = column_counts(truth, truth_column or column, bounds=dom,
-                                            bounds_reason=f"the domain {dom[0]}..{dom[1]}")
-            if t_counts.sum() == 0:
-                raise ValueError(f"--truth {str(truth)!r} has no values")
-            true_p = t_counts / t_counts.sum()
-        plot_bytes = render_estimate(values, est.p, mean=mean, column=column,
-                                     guarantee=None if guarantee is None else guarantee.describe(),
-                                     method=est.method, n=rc.n, fmt=plot_fmt, true_p=true_p, ci=per_value,
-                                     ci_label=f"{confidence:.0%} interval per value"
-                                              + (" (robust)" if widened else ""), lr=lr_value,
-                                     lr_label=f"{confidence:.0%} likelihood-ratio interval per value")
+        true_p = None if truth is None else _true_histogram(truth, truth_column or column, dom)
+        plot_bytes = _plot_bytes(est, mean, spec.guarantee, column, rc.n, plot_fmt, true_p, per_value, lr_value,
+                                 confidence, widened)
     where = "stdout" if is_stdio(output) else str(output)
-    summary = {
-        "n": rc.n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
-        "newton_steps": est.newton_steps, "converged": est.converged,
-        "loglik": est.loglik if np.isfinite(est.loglik) else None,
-        "gap": est.gap if np.isfinite(est.gap) else None, "output": where,
-        "guarantee": None if guarantee is None else guarantee.to_dict(),
-    }
-    if method == "ems":
-        summary["smooth"] = 1 if smooth is None else smooth
-    if method == "auto":
-        summary["regularization"] = est.regularization
-    summary["mean"] = None if mean is None else mean.to_dict()
-    summary["statistics"] = stats_rows
-    summary["bootstrap"] = boot
-    summary["robust"] = robust
-    summary["profile"] = profile
-    summary["profile_values"] = profile_values
-    if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
-        slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
-        summary["ruled_out"] = [r["statistic"] for r in stats_rows
-                                if not r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
-    table = _table_bytes(values, est.p, table_fmt, per_value, lr_value)
+    summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
+                       profile, profile_values)
+    table = _table_bytes(est.values, est.p, table_fmt, per_value, lr_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
     if plot_bytes is not None:
@@ -352,15 +294,109 @@ def estimate_command(
         for note in notes:
             typer.echo(note, err=True)
         return
-    if is_stdio(output):  # stdout carries the table: the summary goes to stderr
+    console = _summary_console(output)
+    _print_text(console, summary, est, mean, spec.guarantee, column, confidence, widened)
+    for note in notes:
+        typer.echo(note, err=True)
+    if plot_bytes is not None:
+        console.print(f"plot written to {plot}", soft_wrap=True, markup=False)
+
+
+def _is_mle(est) -> bool:
+    """Whether the estimate is the MLE (``--method em``, or ``auto``'s MLE member)."""
+    return est.method == "em" or est.regularization == "em mle"
+
+
+def _domain_and_bounds(spec, domain, target):
+    """``(dom, bounds, reason)``: the true values' range (``--domain`` or the spec's, inside the spec's), and
+    the range of every report ``target`` (the spec's sampler target) can produce from it (a report outside is
+    an error naming its row) with the reason the error gives."""
+    if domain is None:
+        if spec.domain is None:
+            raise ValueError("--domain lo:hi is required: the mechanism spec has no domain")
+        dom = spec.domain
+    else:
+        dom = parse_domain(domain)
+    if spec.domain is not None and not (spec.domain[0] <= dom[0] and dom[1] <= spec.domain[1]):
+        raise ValueError(f"--domain {dom[0]}:{dom[1]} must lie inside the spec's domain "
+                         f"{spec.domain[0]}:{spec.domain[1]}")
+    if spec.domain is None:  # the channel restricted to --domain is built later: refuse a huge one now
+        from ..channel import check_entries
+
+        check_entries(dom[1] - dom[0] + 1, spec.s, f"--domain {dom[0]}:{dom[1]} with s = {spec.s}")
+        t = spec.mechanism.t
+        return dom, (dom[0] - t, dom[1] + t), (
+            f"every report the mechanism can produce from the domain {dom[0]}..{dom[1]}: the domain widened by "
+            f"its radius t = {t}")
+    outs = np.asarray(target.outputs)
+    return dom, (int(outs.min()), int(outs.max())), (
+        f"every report the spec's {spec.window} channel on {spec.domain[0]}..{spec.domain[1]} can produce")
+
+
+def _true_histogram(truth: Path, column: str, dom) -> np.ndarray:
+    """``--truth``'s column as a distribution on ``dom`` (a value outside it is an error)."""
+    from ..io import column_counts
+
+    _, counts = column_counts(truth, column, bounds=dom, bounds_reason=f"the domain {dom[0]}..{dom[1]}")
+    if counts.sum() == 0:
+        raise ValueError(f"--truth {str(truth)!r} has no values")
+    return counts / counts.sum()
+
+
+def _plot_bytes(est, mean, guarantee, column, n, plot_fmt, true_p, per_value, lr_value, confidence, widened):
+    """``--plot``'s file: the estimate with its interval band, each value's LR interval and the truth."""
+    from ..figures import render_estimate
+
+    return render_estimate(est.values, est.p, mean=mean, column=column,
+                           guarantee=None if guarantee is None else guarantee.describe(),
+                           method=est.method, n=n, fmt=plot_fmt, true_p=true_p, ci=per_value,
+                           ci_label=f"{confidence:.0%} interval per value" + (" (robust)" if widened else ""),
+                           lr=lr_value, lr_label=f"{confidence:.0%} likelihood-ratio interval per value")
+
+
+def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, boot, robust, profile,
+             profile_values) -> dict:
+    """What ``--json`` prints (and the terminal summary reads)."""
+    summary = {
+        "n": n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
+        "newton_steps": est.newton_steps, "converged": est.converged,
+        "loglik": est.loglik if np.isfinite(est.loglik) else None,
+        "gap": est.gap if np.isfinite(est.gap) else None, "output": where,
+        "guarantee": None if guarantee is None else guarantee.to_dict(),
+    }
+    if method == "ems":
+        summary["smooth"] = 1 if smooth is None else smooth
+    if method == "auto":
+        summary["regularization"] = est.regularization
+    summary["mean"] = None if mean is None else mean.to_dict()
+    summary["statistics"] = stats_rows
+    summary["bootstrap"] = boot
+    summary["robust"] = robust
+    summary["profile"] = profile
+    summary["profile_values"] = profile_values
+    if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
+        slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
+        summary["ruled_out"] = [r["statistic"] for r in stats_rows
+                                if not r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
+    return summary
+
+
+def _summary_console(output):
+    """Where the terminal summary goes: stdout, or stderr when ``-o -`` writes the table to stdout."""
+    if is_stdio(output):
         from rich.console import Console
 
-        console = Console(file=sys.stderr, highlight=False, soft_wrap=False)
-    else:
-        console = stdout_console()
+        return Console(file=sys.stderr, highlight=False, soft_wrap=False)
+    return stdout_console()
+
+
+def _print_text(console, summary, est, mean, guarantee, column, confidence, widened) -> None:
+    """The terminal summary: the estimate, the guarantee, the mean, the fit's diagnostics and the table of
+    derived statistics with their intervals."""
     say = lambda text: console.print(text, soft_wrap=True, markup=False)  # noqa: E731 - one line per message
-    say(f"estimated the distribution of {column!r} on {dom[0]}..{dom[1]} from {rc.n:,} "
-        f"report{'s' if rc.n != 1 else ''} ({est.method}) -> {where}")
+    dom, n, boot, profile = summary["domain"], summary["n"], summary["bootstrap"], summary["profile"]
+    say(f"estimated the distribution of {column!r} on {dom[0]}..{dom[1]} from {n:,} "
+        f"report{'s' if n != 1 else ''} ({est.method}) -> {summary['output']}")
     say("reports made by " + (guarantee_text(guarantee) if guarantee is not None
                               else "a mechanism whose spec records no target (eps, H)"))
     if mean is not None:
@@ -400,7 +436,7 @@ def estimate_command(
     cols = ("estimate", "low", "high") + (("LR low", "LR high") if profile else ())
     for col in cols:
         tab.add_column(col, justify="right")
-    for row in stats_rows:
+    for row in summary["statistics"]:
         cells = [row["statistic"], fmt(row["value"], 6)]
         for key in ("ci_low", "ci_high") + (("lr_low", "lr_high") if profile else ()):
             cells.append("-" if row[key] is None else fmt(row[key], 6))  # no bootstrap: --bootstrap 0
@@ -410,6 +446,7 @@ def estimate_command(
         say(f"LR: {confidence:.0%} likelihood-ratio intervals (profile likelihood, outer bounds): the values the "
             "reports alone do not rule out, no smoothness assumed; where they are much wider than the bootstrap's, "
             "the estimate's smoothness, not the reports, narrows the latter")
+    regularized = est.method == "ems" or (est.method == "auto" and not _is_mle(est))  # (inversion is not)
     if boot and widened:
         say(f"robust intervals: the hull of the estimate's ({est.regularization or est.method}) and the MLE's, "
             "fit on the same reports and bootstrapped too")
@@ -417,7 +454,3 @@ def estimate_command(
         say(f"the intervals cover the regularized estimate ({est.regularization or est.method}), assuming the "
             "distribution is as smooth; for heaped or rounded values add --robust"
             + ("" if profile else ", and --profile for what the reports alone pin down"))
-    for note in notes:
-        typer.echo(note, err=True)
-    if plot_bytes is not None:
-        say(f"plot written to {plot}")
