@@ -552,6 +552,40 @@ def test_banded_gram_by_fft_matches_the_sparse_product(mech, k):
         np.testing.assert_allclose(ab[s - 1 - d, d:], np.diagonal(M, d), rtol=0, atol=1e-13 * np.abs(M).max())
 
 
+@pytest.mark.parametrize("k", [500, 1000])
+def test_model_gram_band_where_fft_products_do_not_pay(k):
+    # model.gram_band: the FFT's banded Gram on a sparse window channel whose EM products stay sparse
+    # (below _MIN_NNZ), with unobserved outputs; it matches the sparse product, and the band the
+    # interior point would otherwise build (_ipm._sparse_band)
+    import scipy.sparse as sp
+
+    from sparseldp.estimation import _ipm
+
+    mech = SparseLaplace(lam=0.2, s=137)
+    model = _model(mech, (0, k - 1))
+    assert not model.dense and model.nnz < _toeplitz._MIN_NNZ
+    rng = np.random.default_rng(k)
+    obs = np.sort(rng.choice(model.m, model.m * 3 // 4, replace=False))
+    A, AT = model.columns(obs)
+    assert model.fast_columns(obs, (A, AT))[0] is A  # no FFT products here
+    w = rng.random(obs.size) * 1e3
+    ab = model.gram_band(obs)(w)
+    M = (A @ sp.diags_array(w) @ AT).toarray()
+    s = mech.s
+    assert ab.shape == (s, k)
+    for d in range(s):
+        np.testing.assert_allclose(ab[s - 1 - d, d:], np.diagonal(M, d), rtol=0, atol=1e-13 * np.abs(M).max())
+    np.testing.assert_allclose(ab[-_ipm._band_width(A) - 1:], _ipm._sparse_band(A, AT)(w), rtol=0,
+                               atol=1e-13 * np.abs(M).max())
+
+
+def test_model_gram_band_is_none_off_window_channels():
+    # dense channels (dense Cholesky) and windows too short for the FFT have no FFT band
+    assert _model(SparseLaplace(lam=0.2, s=137), (0, 99)).gram_band(np.arange(10)) is None  # dense
+    short = _model(SparseLaplace(lam=1.0, s=11), (0, 4999))
+    assert not short.dense and short.gram_band(np.arange(short.m)) is None
+
+
 def test_newton_with_the_banded_gram_reaches_the_same_maximum(fft_on):
     # the banded Cholesky step (FFT Gram) and the sparse LU step both converge, to the same likelihood
     from sparseldp.estimation import mle

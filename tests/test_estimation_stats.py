@@ -829,7 +829,7 @@ def test_straggler_runs_go_on_while_they_halve_the_gap(monkeypatch, runs, want_r
     P, conv, gaps = np.full((model.k, 1), 1.0 / model.k), np.zeros(1, bool), np.array([50.0])
     calls = []
 
-    def scripted(A, AT, c, n, k, tol, max_iter, dense, fast, p0=None):
+    def scripted(A, AT, c, n, k, tol, max_iter, dense, fast, p0=None, band=None):
         gap = runs[len(calls)]
         calls.append(p0 is None)
         return np.full(k, 1.0 / k), max_iter, 0, gap <= tol, gap

@@ -21,8 +21,7 @@ import scipy.sparse as sp
 from ._ipm import _ipm, _ipm_affordable
 from ._parallel import blocks_for, map_blocks, one_blas_thread
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
-                  _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _band_of,
-                  _covering)
+                  _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _covering)
 from .solvers import _squarem
 
 # The batched active-set refits (_active_batch) start with a probe: EM on the first sets of this many
@@ -339,10 +338,7 @@ def _ipm_column(model, CT, n, j, tol, deadline=math.inf):
     (``time.perf_counter()``)."""
     nz = np.flatnonzero(CT[:, j] > 0)
     A, AT = model.columns(nz)
-    band = None
-    if not model.dense:
-        FA = model.fast_columns(nz, (A, AT))
-        band = None if FA[0] is A else _band_of(FA[0])
+    band = model.gram_band(nz)
     p, _, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, step=False, deadline=deadline)
     return p, ok, gap
 

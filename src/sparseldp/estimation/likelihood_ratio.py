@@ -84,7 +84,7 @@ from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
 from ._ipm import _band_width
 from ._lr_search import _Search
-from .mle import _band_of, _certificate
+from .mle import _certificate
 from .model import checked_counts, mechanism_of, model_for
 from .replicates import _check_level
 from .stats import _check_point, _check_q, _check_quantile_method, _check_range, _evaluate, _scalar
@@ -222,8 +222,7 @@ def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_0
     obs = np.flatnonzero(counts > 0)
     c = counts[obs]
     A, AT = model.columns(obs)
-    FA, _ = model.fast_columns(obs, (A, AT))
-    band = _band_of(FA) if FA is not A else None  # the FFT's banded Gram, for the interior point's steps
+    band = model.gram_band(obs)  # the banded Gram by FFT (window channels), for the interior point's steps
     mle_already = getattr(estimate, "method", None) == "em" or getattr(estimate, "regularization", None) == "em mle"
     if mle_already and float(getattr(estimate, "gap", math.inf)) <= tol:
         p = np.asarray(estimate.p, dtype=float)  # an MLE already, certified within tol

@@ -305,7 +305,7 @@ def _band_of(FA):
     return getattr(getattr(FA, "_c", None), "gram_band", None)
 
 
-def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
+def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None):
     """Maximum likelihood: SQUAREM EM, finished by the interior point or Newton.
 
     A first EM run of :data:`_EM_FIRST` evaluations certifies the easy cases.  Where
@@ -337,9 +337,12 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
     a caller that checks the returned point with the exact products
     (``frequencies._fit``); so with ``fast`` the point returned on convergence is
     the one the certificate was computed at (no last EM step).  ``p0``: the start
-    (default uniform).
+    (default uniform).  ``band``: the Gram's banded form for the interior point and Newton
+    (``model.gram_band``, by FFT on window channels); default: the FFT products' own where ``fast``
+    has one, else ``_ipm`` and ``_newton`` build it from sparse products.
     """
     FA, FAT = (A, AT) if fast is None else fast
+    band = None if dense else (_band_of(FA) or band)
     step = fast is None
     p = np.full(k, 1.0 / k) if p0 is None else p0
     evals, steps, tries, predicted, tried_active, tried_ipm = 0, 0, 0, False, False, False
@@ -366,8 +369,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         for finisher in finishers:
             if finisher == "ipm":
                 tried_ipm = True
-                p_f, s_f, conv_f, gap_f = _ipm(A, AT, c, n, tol, dense, _band_of(FA) if not dense else None,
-                                               step=step, p0=p_em, gap0=gap_em)
+                p_f, s_f, conv_f, gap_f = _ipm(A, AT, c, n, tol, dense, band, step=step, p0=p_em, gap0=gap_em)
             else:
                 tried_active = True
                 p_f, s_f, conv_f, gap_f = _active_newton(A, AT, c, n, p_em, tol, _NEWTON_STEPS, dense, step)
@@ -385,7 +387,6 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None):
         em_cheaper = em_left <= max_iter - evals and em_left * 4.0 * nnz <= newton_cost
         if tries < _NEWTON_TRIES and (predicted or not em_cheaper):
             tries += 1
-            band = _band_of(FA) if not dense else None
             p_n, s_n, conv_n, gap_n = _newton(A, AT, c, n, p, gap, tol, _NEWTON_STEPS, dense, band, step)
             steps += s_n
             if conv_n:

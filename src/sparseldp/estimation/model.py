@@ -16,7 +16,7 @@ from ..channel import SparseChannel, check_domain
 from ..channel.validation import check_entries
 from ..core.mechanisms import RadiusMechanism
 from . import _toeplitz
-from ._toeplitz import fft_pair, window_of
+from ._toeplitz import fft_pair, gram_band_of, window_of
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -150,6 +150,15 @@ class _Model:
         if pair is not None:
             return pair
         return exact if exact is not None else self.columns(idx)
+
+    def gram_band(self, idx):
+        """``w -> A diag(w) A^T`` for ``A = columns(idx)`` in upper banded storage, by FFT
+        (:func:`~sparseldp.estimation._toeplitz.gram_band_of`) where the channel is a shifted window;
+        ``None`` where it is not, or where the channel is dense (the interior point and Newton then
+        factor dense matrices, or build the band from sparse products)."""
+        if self.dense:
+            return None
+        return gram_band_of(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
 
     def unscaled(self):
         """``Q`` itself (k x m), probabilities that may underflow to 0."""

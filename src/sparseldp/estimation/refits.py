@@ -267,13 +267,15 @@ def _mle_finish(model, CT, n, P, conv, gaps, tol, max_iter):
         A, AT = model.columns(nz)
         FA = model.fast_columns(nz, (A, AT))
         fast = None if FA[0] is A else FA
+        band = None if fast is not None else model.gram_band(nz)  # (FFT products carry their own)
         for run in range(_FINISH_RUNS):  # as a first fit, then from the better point so far
             p0 = None
             if run:
                 p0 = np.maximum(P[:, j], 0.0)
                 p0 = (1.0 - 1e-9) * p0 / p0.sum() + 1e-9 / model.k  # EM keeps exact zeros
             before = gaps[j]
-            p, _, _, ok, gap = _mle(A, AT, CT[nz, j], n, model.k, tol, max_iter, model.dense, fast, p0=p0)
+            p, _, _, ok, gap = _mle(A, AT, CT[nz, j], n, model.k, tol, max_iter, model.dense, fast, p0=p0,
+                                    band=band)
             if gap < gaps[j]:
                 p = np.maximum(p, 0.0)
                 P[:, j], conv[j], gaps[j] = p / p.sum(), ok, gap
