@@ -579,6 +579,28 @@ def test_model_gram_band_where_fft_products_do_not_pay(k):
                                atol=1e-13 * np.abs(M).max())
 
 
+def test_model_gram_band_on_a_dense_channel_where_the_band_pays():
+    # a dense window channel whose band holds under half the matrix (the Gaussian window of 349 on 1,000
+    # values): the FFT's band, the dense Gram's entries; where the window is over half the domain, none
+    from sparseldp.estimation import model as model_mod
+
+    mech = SparseGaussian(sigma=21.124, s=349)
+    model = _model(mech, (0, 999))
+    assert model.dense and model_mod._band_pays(model.k, mech.s, model.m)
+    rng = np.random.default_rng(9)
+    obs = np.sort(rng.choice(model.m, model.m * 3 // 4, replace=False))
+    A, _ = model.columns(obs)
+    w = rng.random(obs.size) * 1e3
+    ab = model.gram_band(obs)(w)
+    M = (A * w[None, :]) @ A.T
+    s = mech.s
+    for d in range(s):
+        np.testing.assert_allclose(ab[s - 1 - d, d:], np.diagonal(M, d), rtol=0, atol=1e-13 * np.abs(M).max())
+    assert np.abs(np.triu(M, s)).max() == 0.0  # nothing of the Gram beyond the band
+    wide = _model(SparseGaussian(sigma=21.124, s=695), (0, 999))
+    assert wide.dense and wide.gram_band(np.arange(wide.m)) is None
+
+
 def test_model_gram_band_is_none_off_window_channels():
     # dense channels (dense Cholesky) and windows too short for the FFT have no FFT band
     assert _model(SparseLaplace(lam=0.2, s=137), (0, 99)).gram_band(np.arange(10)) is None  # dense

@@ -22,7 +22,7 @@ from .auto import _fit_auto
 from .model import _Model, _model, check_exact_domain, keep_model
 from .intervals import bootstrap, statistic
 from .likelihood_ratio import profile
-from .mle import _band_of, _certificate, _mle
+from .mle import _certificate, _mle
 from .stats import _check_dist
 from ._ems import _check_smooth, _ems
 from .solvers import METHODS, _METHODS_TEXT, _least_squares, project_simplex
@@ -193,7 +193,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
         FA, FAT = model.fast_columns(obs, (A, AT))
         fast = None if FA is A else (FA, FAT)
         # rows that reach no observed report get zero mass under the MLE (g = 0 there)
-        band = None if fast is not None else model.gram_band(obs)  # (FFT products carry their own)
+        band = model.gram_band(obs)
         p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense, fast,
                                                          band=band)
         p = np.maximum(p, 0.0)
@@ -205,7 +205,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
             if not converged and evals < max_iter:
                 start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros (p sums to 1: so does start)
                 p, more, steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter - evals, model.dense,
-                                                         p0=start, band=_band_of(fast[0]))
+                                                         p0=start, band=band)
                 evals, newton_steps = evals + more, newton_steps + steps
                 p = np.maximum(p, 0.0)
                 p /= p.sum()

@@ -338,11 +338,13 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None):
     (``frequencies._fit``); so with ``fast`` the point returned on convergence is
     the one the certificate was computed at (no last EM step).  ``p0``: the start
     (default uniform).  ``band``: the Gram's banded form for the interior point and Newton
-    (``model.gram_band``, by FFT on window channels); default: the FFT products' own where ``fast``
-    has one, else ``_ipm`` and ``_newton`` build it from sparse products.
+    (``model.gram_band``: by FFT on window channels, dense ones too where the banded Cholesky pays);
+    default: on a sparse channel the FFT products' own where ``fast`` has one, else ``_ipm`` and
+    ``_newton`` build it from sparse products.
     """
     FA, FAT = (A, AT) if fast is None else fast
-    band = None if dense else (_band_of(FA) or band)
+    if band is None and not dense:
+        band = _band_of(FA)
     step = fast is None
     p = np.full(k, 1.0 / k) if p0 is None else p0
     evals, steps, tries, predicted, tried_active, tried_ipm = 0, 0, 0, False, False, False

@@ -154,9 +154,10 @@ class _Model:
     def gram_band(self, idx):
         """``w -> A diag(w) A^T`` for ``A = columns(idx)`` in upper banded storage, by FFT
         (:func:`~sparseldp.estimation._toeplitz.gram_band_of`) where the channel is a shifted window;
-        ``None`` where it is not, or where the channel is dense (the interior point and Newton then
-        factor dense matrices, or build the band from sparse products)."""
-        if self.dense:
+        ``None`` where it is not (the interior point and Newton then build the band from sparse products,
+        or factor dense matrices).  On a dense channel only where the banded Cholesky pays
+        (:func:`_band_pays`)."""
+        if self.dense and (self.log_window is None or not _band_pays(self.k, self.log_window.size, len(idx))):
             return None
         return gram_band_of(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
 
@@ -371,6 +372,14 @@ def model_for(estimate, mechanism) -> _Model:
         if mech is mechanism and (model.lo, model.hi) == domain:
             return model
     return _model(mechanism, domain)
+
+
+def _band_pays(k: int, s: int, m: int) -> bool:
+    """Whether the interior point and Newton on a dense window channel (``k`` values, a window of ``s``,
+    ``m`` observed outputs) factor the banded Gram (FFT, ``k s^2`` flops for the banded Cholesky) rather
+    than the dense one (``k^3 / 3`` for Cholesky and ``2 k^2 m`` for the Gram's product): where the band
+    holds at most half the matrix (``s <= k / 2``) and costs at most half the flops."""
+    return 2 * s <= k and 2.0 * k * s * s <= k ** 3 / 3.0 + 2.0 * k * k * m
 
 
 def _model(mechanism, domain) -> _Model:

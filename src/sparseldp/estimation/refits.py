@@ -267,7 +267,7 @@ def _mle_finish(model, CT, n, P, conv, gaps, tol, max_iter):
         A, AT = model.columns(nz)
         FA = model.fast_columns(nz, (A, AT))
         fast = None if FA[0] is A else FA
-        band = None if fast is not None else model.gram_band(nz)  # (FFT products carry their own)
+        band = model.gram_band(nz)
         for run in range(_FINISH_RUNS):  # as a first fit, then from the better point so far
             p0 = None
             if run:
