@@ -27,8 +27,8 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   gets a warning on stderr and is listed in ``ruled_out`` in ``--json``.
 * ``--profile-values`` (implies ``--profile``): also each value's likelihood-ratio interval, as
   ``lr_low,lr_high`` columns of the output table and a dashed outline in ``--plot`` beside the
-  bootstrap's band: two searches per value, 2-3 s on 100 values, about 40 s on 300 and over 15 minutes on
-  1,000 (measured on the shared 2-core machine, another job running).
+  bootstrap's band: two searches per value, 2-3 s on 100 values, about 20 s on 300 and 3 minutes on
+  1,000 under the Laplace window of 137 (measured on the shared 2-core machine, another job running).
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
   then on stderr): on any error nothing is written.  ``-`` as the input reads
@@ -160,7 +160,7 @@ def estimate_command(
     profile_values: Annotated[bool, typer.Option(
         "--profile-values", help="Also each value's likelihood-ratio interval (implies --profile): columns "
                                  "lr_low,lr_high in the output and an outline in --plot.  Two searches per value: "
-                                 "2-3 s on 100 values, 40 s on 300, over 15 min on 1,000.")] = False,
+                                 "2-3 s on 100 values, 20 s on 300, 3 min on 1,000.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (count the reports with Spark; input: Parquet "
                          "file, directory or glob; needs the spark extra).")] = "local",
