@@ -455,10 +455,11 @@ def gram_band_of(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs:
     (:meth:`_Conv.gram_band`), for a channel that is a shifted window of at least :data:`_MIN_WINDOW`
     entries; ``None`` otherwise.  Unlike the EM products (:func:`fft_pair`), the Gram pays on any such
     channel: the sparse product behind ``_ipm._sparse_band`` costs about ``m s^2``, the FFT ``s``
-    inverse transforms of length ``L``.  Measured (one BLAS thread, one call): 500 values under the
-    Laplace window of 137, 26.9 ms against 1.35 ms; 1,000 values, 50.6 / 1.9 ms; 2,000 values, 126 / 3.2 ms;
-    a window of 45 on 500 / 2,000 values, 3.9 / 14.5 ms against 0.55 / 1.1 ms; the Gaussian window of 113 on
-    500 values, 29.8 / 1.3 ms; the window of 275 on 2,000 values, 325 / 5.7 ms.  Its roundoff is that of
+    inverse transforms of length ``L``.  Measured (one BLAS thread, one call, sparse product against FFT):
+    500 values under the Laplace window of 137, 26.9 ms against 1.35 ms; 1,000 values, 50.6 / 1.9 ms; a
+    window of 45 on 500 / 2,000 values, 3.9 / 14.5 ms against 0.55 / 1.1 ms; the Gaussian window of 113 on
+    500 values, 29.8 / 1.3 ms (channels whose EM products stay sparse, which had no FFT band before
+    2026-11-30; larger ones, e.g. 2,000 values under the window of 137, had it already).  Its roundoff is that of
     the FFT products (module docstring); the interior point and Newton steps it serves are checked by the
     exact certificate."""
     if log_window is None or log_window.size < _MIN_WINDOW:
