@@ -415,10 +415,11 @@ def render_estimate(values, p, *, mean=None, column="value", guarantee=None, met
         legend.append((ax.bar(x, share, width=0.8, color=_C_EST, alpha=0.85, edgecolor="white", linewidth=0.6,
                               zorder=2), "estimated share"))
     else:
-        if band_lo is None and consecutive:  # with a band, the only shading is the band: a filled area would
-            ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)  # read as one
-        elif band_lo is None:
-            ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
+        if band_lo is None:  # with a band, the only shading is the band: a filled area would read as one
+            if consecutive:
+                ax.stairs(share, edges, fill=True, color=_C_EST, alpha=0.3, zorder=2)
+            else:
+                ax.fill_between(x, share, step="mid", color=_C_EST, alpha=0.3, zorder=2)
         legend.append((_steps(ax, x, edges, share, consecutive, color=_C_EST, linewidth=1.4, zorder=3),
                        "estimated share"))
     if band_lo is not None:

@@ -115,7 +115,7 @@ def _mle_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
         Aj, ATj = (EA[:, nz], EAT[nz]) if model.dense else (EA[:, nz].tocsr(), EAT[nz].tocsr())
         fast = model.fast_columns(obs[nz], (Aj, ATj))
         pj, e, _, _, _ = _mle(Aj, ATj, cj[nz], float(n_train[j]), model.k, _FOLD_TOL, max_iter, model.dense, fast,
-                              band=model.gram_band(obs[nz]))
+                              band=model.gram_band(obs[nz], fast))
         evals += e
         M[:, j] = np.maximum(pj, 0.0)
     return M, evals, EAT

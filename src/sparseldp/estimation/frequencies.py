@@ -193,7 +193,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
         FA, FAT = model.fast_columns(obs, (A, AT))
         fast = None if FA is A else (FA, FAT)
         # rows that reach no observed report get zero mass under the MLE (g = 0 there)
-        band = model.gram_band(obs)
+        band = model.gram_band(obs, (FA, FAT))
         p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense, fast,
                                                          band=band)
         p = np.maximum(p, 0.0)

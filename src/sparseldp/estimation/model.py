@@ -151,14 +151,18 @@ class _Model:
             return pair
         return exact if exact is not None else self.columns(idx)
 
-    def gram_band(self, idx):
+    def gram_band(self, idx, fast=None):
         """``w -> A diag(w) A^T`` for ``A = columns(idx)`` in upper banded storage, by FFT
         (:func:`~sparseldp.estimation._toeplitz.gram_band_of`) where the channel is a shifted window;
         ``None`` where it is not (the interior point and Newton then build the band from sparse products,
         or factor dense matrices).  On a dense channel only where the banded Cholesky pays
-        (:func:`_band_pays`)."""
+        (:func:`_band_pays`).  ``fast``: the caller's ``fast_columns(idx)``, whose FFT state gives the band
+        where they are FFT products (the window's transform and end columns are not built twice)."""
         if self.dense and (self.log_window is None or not _band_pays(self.k, self.log_window.size, len(idx))):
             return None
+        conv = None if fast is None else getattr(fast[0], "_c", None)
+        if conv is not None:
+            return conv.gram_band
         return gram_band_of(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
 
     def unscaled(self):

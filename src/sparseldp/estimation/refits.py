@@ -267,7 +267,7 @@ def _mle_finish(model, CT, n, P, conv, gaps, tol, max_iter):
         A, AT = model.columns(nz)
         FA = model.fast_columns(nz, (A, AT))
         fast = None if FA[0] is A else FA
-        band = model.gram_band(nz)
+        band = model.gram_band(nz, FA)
         for run in range(_FINISH_RUNS):  # as a first fit, then from the better point so far
             p0 = None
             if run:
