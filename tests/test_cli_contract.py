@@ -660,6 +660,8 @@ def test_estimate_refuses_two_inputs_from_standard_input(d, capsys):
     (["--quantile-method", "linear"], "--quantile-method must be 'inverted_cdf' or 'interpolated'; got 'linear'"),
     (["--range", "5:1"], "--range must be lo:hi"),
     (["--bootstrap", "1"], "--bootstrap must be 0"),
+    (["--confidence", "1.5"], "--confidence must be a number in (0, 1); got 1.5"),
+    (["--confidence", "nan"], "--confidence must be a number in (0, 1); got nan"),
 ])
 def test_estimate_statistic_options_are_checked(d, capsys, argv, fragment):
     rep = _reports(d)

@@ -188,6 +188,8 @@ def estimate_command(
     if robust and boot == 0:
         raise ValueError("--robust widens the bootstrap intervals, and --bootstrap 0 turns them off; give "
                          "--bootstrap B >= 2")
+    if not 0.0 < confidence < 1.0:  # (NaN too) before reading and fitting, under the option's own name
+        raise ValueError(f"--confidence must be a number in (0, 1); got {confidence!r}")
     qs = _parse_quantiles(quantiles)
     if quantile_method not in QUANTILE_METHODS:
         raise ValueError(f"--quantile-method must be {one_of(QUANTILE_METHODS)}; got {quantile_method!r}")
