@@ -5,13 +5,15 @@ solver (barrier Newton finished by EM to 1e-6 nats)."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparseldp.estimation import _ipm, _mle_refits, mle
+from sparseldp.estimation import _ipm, _mle_refits, _parallel, mle
 from test_estimation_active import (_RANDOM, CASES, N, TOL, _gap, _problem, _random_problem, _replicates,
                                     _short_of_max)
 
@@ -72,10 +74,10 @@ def test_band_width_sees_rows_out_of_order():
     assert _ipm._sparse_band(A, sp.csr_array(A.T)) is None
 
 
-def test_ipm_gives_up_with_a_bounding_gap_at_its_deadline():
-    # a deadline already passed: no iteration, not converged, the start's own certificate reported
+def test_ipm_gives_up_with_a_bounding_gap_at_its_iteration_cap():
+    # no iteration allowed: not converged, the start's own certificate reported
     model, c, A, AT = _problem("laplace two atoms")
-    p, steps, conv, gap = _ipm._ipm(A, AT, c, float(N), TOL, model.dense, step=False, deadline=0.0)
+    p, steps, conv, gap = _ipm._ipm(A, AT, c, float(N), TOL, model.dense, step=False, max_steps=0)
     assert steps == 0 and not conv
     assert gap == pytest.approx(_gap(A, AT, c, float(N), np.full(model.k, 1.0 / model.k)), rel=1e-9)
 
@@ -94,6 +96,66 @@ def test_ipm_direct_refits_are_certified_or_declined(case, monkeypatch):
         A, AT = model.columns(nz)
         assert _gap(A, AT, CT[nz, j], float(N), P[:, j]) <= 0.5 + 1e-9
     assert _mle_refits._ipm_direct(model, CT, float(N), 0.5, limit=0.0) is None
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ipm_refits_do_not_read_the_clock(case, monkeypatch):
+    # the probe's limit counts modelled iterations (_ipm._ipm_seconds), not seconds of a clock: the
+    # same refits (or the same refusal) when every interior-point run is made 0.3 s slower, as on a
+    # loaded machine (a deadline of 0.1 s on a clock failed every probe then)
+    model, p_hat, CT = _replicates(case, 4)
+    quick = _mle_refits._ipm_direct(model, CT, float(N), 0.5)
+    real = _mle_refits._ipm
+
+    def slow(*a, **kw):
+        time.sleep(0.3)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(_mle_refits, "_ipm", slow)
+    loaded = _mle_refits._ipm_direct(model, CT, float(N), 0.5)
+    assert (quick is None) == (loaded is None)
+    if quick is not None:
+        for a, b in zip(quick, loaded):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_ipm_probe_limit_is_a_count_of_modelled_iterations():
+    # the limit allows floor(limit / per-iteration cost) iterations: one short of a column's own count
+    # leaves it uncertified at exactly that cost, its own count certifies it
+    model, p_hat, CT = _replicates("laplace atoms and bump", 1)
+    p, conv, gap, cost = _mle_refits._ipm_column(model, CT, float(N), 0, 0.5)
+    assert conv and cost > 0
+    nz = np.flatnonzero(CT[:, 0] > 0)
+    per = _ipm._ipm_seconds(model.k, nz.size, model.dense and model.gram_band(nz) is None,
+                            model.nnz // model.k)
+    steps = round(cost / per)
+    assert cost == pytest.approx(steps * per, rel=1e-12)
+    p2, conv2, gap2, cost2 = _mle_refits._ipm_column(model, CT, float(N), 0, 0.5, limit=steps * per * (1 + 1e-9))
+    assert conv2 and cost2 == cost
+    np.testing.assert_array_equal(p2, p)
+    p3, conv3, gap3, cost3 = _mle_refits._ipm_column(model, CT, float(N), 0, 0.5, limit=(steps - 0.5) * per)
+    assert not conv3 and cost3 == pytest.approx((steps - 1) * per, rel=1e-12) and gap3 > 0.5
+
+
+def test_per_column_budget_is_spent_by_modelled_cost():
+    # columns are tried, block by block, until the summed modelled costs pass the budget, however long
+    # each took on the clock
+    cols = np.arange(2 * 64)
+    blocks = _parallel.blocks_for(False, cols.size)
+    per_block = cols.size // blocks
+
+    def solve(j):
+        if j % 7 == 0:
+            time.sleep(0.01)
+        return np.full(3, float(j)), True, 0.0, 1.0
+
+    P, conv, gaps, tried = _mle_refits._per_column(3, cols, solve, budget=2.5)
+    want = np.zeros(cols.size, bool)
+    for b in range(blocks):
+        want[b * per_block:b * per_block + 3] = True  # tried after 0, 1 and 2 spent; 3 passes 2.5
+    np.testing.assert_array_equal(tried, want)
+    np.testing.assert_array_equal(conv, want)
+    np.testing.assert_array_equal(P[0, want], cols[want].astype(float))
 
 
 def test_ipm_finish_certifies_what_is_left_and_keeps_the_rest(monkeypatch):

@@ -13,12 +13,11 @@ simulation: its products may be the FFT ones and its certificate needs no rigor.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._ipm import _ipm, _ipm_affordable
+from ._ipm import _IPM_STEPS, _ipm, _ipm_affordable, _ipm_seconds
 from ._parallel import blocks_for, map_blocks, one_blas_thread
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
                   _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _covering)
@@ -137,7 +136,7 @@ def _active_refits(model, CT, n, p_hat, tol):
     ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`) where ``p_hat``
     carries mass on at least :data:`_BATCH_SUPPORT` values (else every column one by one by
     ``mle._active_newton``, :func:`_active_solo`), then the columns left uncertified by the interior
-    point where it certifies the first two within :data:`_IPM_DIRECT` seconds each
+    point where it certifies the first two within :data:`_IPM_DIRECT` modelled seconds each
     (:func:`_ipm_direct`), else one by one.  Returns ``(P, converged, gaps)``."""
     if np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) < _BATCH_SUPPORT:
         # a few atoms: the one-by-one active set is fast (point masses: 0.06-0.2 s a replicate, where the
@@ -273,20 +272,22 @@ def _active_batch(model, CT, n, p_hat, tol):
 
 
 def _per_column(k: int, cols: np.ndarray, solve, budget: float = math.inf):
-    """``solve(j) -> (p on all k values, converged, gap)`` for each column ``j`` of ``cols``, in blocks over
-    threads (one BLAS thread each: the per-column systems are small), in order, until the time a block has
-    spent passes ``budget`` seconds.  Returns ``(P (k x len(cols)), converged, gaps, tried)``; the columns
-    not tried have ``tried`` False and ``gaps`` inf."""
+    """``solve(j) -> (p on all k values, converged, gap, cost)`` for each column ``j`` of ``cols``, in blocks
+    over threads (one BLAS thread each: the per-column systems are small), in order, until the cost a
+    block has spent (the sum of ``cost``, modelled seconds) passes ``budget``: deterministic, so the columns
+    tried do not depend on the machine's load.  Returns ``(P (k x len(cols)), converged, gaps, tried)``;
+    the columns not tried have ``tried`` False and ``gaps`` inf."""
 
     def run(r):
         out = np.zeros((k, r.stop - r.start))
         conv, gaps, tried = np.zeros(out.shape[1], bool), np.full(out.shape[1], np.inf), np.zeros(out.shape[1], bool)
-        t0 = time.perf_counter()
+        spent = 0.0
         with one_blas_thread():
             for i, j in enumerate(cols[r]):
-                if time.perf_counter() - t0 > budget:
+                if spent > budget:
                     break
-                out[:, i], conv[i], gaps[i] = solve(j)
+                out[:, i], conv[i], gaps[i], cost = solve(j)
+                spent += cost
                 tried[i] = True
         return out, conv, gaps, tried
 
@@ -303,7 +304,7 @@ def _active_solo(model, CT, n, p_hat, tol):
         nz = np.flatnonzero(CT[:, j] > 0)
         A, AT = model.columns(nz)
         p, _, ok, gap = _active_newton(A, AT, CT[nz, j], n, p_hat, tol, _NEWTON_STEPS, model.dense)
-        return p, ok, gap
+        return p, ok, gap, 0.0  # no budget here
 
     return _per_column(model.k, np.arange(CT.shape[1]), solve)[:3]
 
@@ -317,6 +318,8 @@ def _active_solo(model, CT, n, p_hat, tol):
 # where 2,000 batched EM evaluations left 95 of 200 uncertified); elsewhere it finishes the replicates
 # the other solvers left above tol, as long as the time it has taken on them stays within _IPM_BUDGET
 # seconds (a dense channel of 1,000 values: about 0.5 s each).
+# These seconds are modelled (_ipm._ipm_seconds: iterations times a cost per iteration on the reference
+# machine), not read off a clock: a clock made the same seed give different replicates under load.
 # All of it only on channels where one of its iterations costs at most _ipm._IPM_FLOPS (_ipm_affordable).
 _IPM_PROBE = 2
 _IPM_DIRECT = 0.1
@@ -330,29 +333,34 @@ def _ipm_fits(model) -> bool:
     return _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1))
 
 
-def _ipm_column(model, CT, n, j, tol, deadline=math.inf):
+def _ipm_column(model, CT, n, j, tol, limit=math.inf):
     """``_ipm._ipm`` on column ``j`` of ``CT`` with the exact products on its observed outputs (the
     banded Gram by FFT where the channel has FFT products).  Returns ``(p on all k values, converged,
-    gap)``, ``gap`` the certificate of ``p`` itself (no last EM step: the certificate of a point one
-    step beyond can be larger, although its log-likelihood gap is not).  Gives up at ``deadline``
-    (``time.perf_counter()``)."""
+    gap, cost)``, ``gap`` the certificate of ``p`` itself (no last EM step: the certificate of a point one
+    step beyond can be larger, although its log-likelihood gap is not), ``cost`` its iterations' modelled
+    time (``_ipm._ipm_seconds``).  Gives up after the iterations whose modelled time fits in ``limit``
+    (seconds on the reference machine; a count of iterations, not a clock, so a seed gives the same
+    refits whatever the load)."""
     nz = np.flatnonzero(CT[:, j] > 0)
     A, AT = model.columns(nz)
     band = model.gram_band(nz)
-    p, _, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, step=False, deadline=deadline)
-    return p, ok, gap
+    per = _ipm_seconds(model.k, nz.size, model.dense and band is None, model.nnz // max(model.k, 1))
+    steps = _IPM_STEPS if limit >= _IPM_STEPS * per else int(max(limit, 0.0) // per)
+    p, done, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, max_steps=steps, step=False)
+    return p, ok, gap, done * per
 
 
 def _ipm_refits(model, CT, n, cols, tol, budget=math.inf):
-    """``_ipm`` on the columns ``cols`` of ``CT`` (:func:`_per_column`: in blocks over threads, until the time
-    spent passes ``budget`` seconds per block).  Returns ``(P (k x len(cols)), converged, gaps, tried)``."""
+    """``_ipm`` on the columns ``cols`` of ``CT`` (:func:`_per_column`: in blocks over threads, until the
+    modelled time spent passes ``budget`` seconds per block).  Returns ``(P (k x len(cols)), converged,
+    gaps, tried)``."""
     return _per_column(model.k, np.asarray(cols), lambda j: _ipm_column(model, CT, n, j, tol), budget)
 
 
 def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
     """The columns ``cols`` of ``CT`` (default all) by ``_ipm`` where it certifies each of the first
-    :data:`_IPM_PROBE` within ``limit`` seconds (default :data:`_IPM_DIRECT`; the probe stops at the
-    first that does not); else ``None`` (the caller's solvers run).  Returns ``(P (k x len(cols)),
+    :data:`_IPM_PROBE` within ``limit`` modelled seconds (default :data:`_IPM_DIRECT`; the probe stops at
+    the first that does not); else ``None`` (the caller's solvers run).  Returns ``(P (k x len(cols)),
     converged, gaps)``."""
     limit = _IPM_DIRECT if limit is None else limit
     if not _ipm_fits(model):
@@ -363,7 +371,7 @@ def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
     few = min(cols.size, _IPM_PROBE)
     with one_blas_thread():
         for i in range(few):
-            P[:, i], conv[i], gaps[i] = _ipm_column(model, CT, n, cols[i], tol, time.perf_counter() + limit)
+            P[:, i], conv[i], gaps[i], _ = _ipm_column(model, CT, n, cols[i], tol, limit)
             if not conv[i]:
                 return None
     if cols.size > few:
@@ -378,7 +386,7 @@ def _ipm_all(model, CT, n, tol):
 
 
 def _ipm_finish(model, CT, n, P, conv, gaps, tol):
-    """``_ipm`` on the columns left above ``tol``, within :data:`_IPM_BUDGET` seconds; ``P``, ``conv``,
+    """``_ipm`` on the columns left above ``tol``, within :data:`_IPM_BUDGET` modelled seconds; ``P``, ``conv``,
     ``gaps`` updated in place where it certifies a smaller gap."""
     left = np.flatnonzero(~conv)
     if not left.size or not _ipm_fits(model):

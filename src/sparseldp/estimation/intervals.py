@@ -201,12 +201,13 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
       of values grown from its support: all replicates in one batched EM where ``p_hat`` has mass
       on many values and EM converges on the sets (``_mle_refits._active_batch``), and for the
       others the primal-dual interior-point MLE (``_ipm._ipm``, from the uniform start) where it
-      certifies the first two within 0.1 s each, else the active-set Newton
+      certifies the first two within 0.1 s each (modelled: iterations times a cost per iteration,
+      not a clock, so a seed gives the same replicates under any load), else the active-set Newton
       (``mle._active_newton``) one replicate at a time.  On larger channels where ``p_hat`` is
       not sparse, the interior point refits every replicate where it certifies the first two
       within 0.25 s each (``_mle_refits._ipm_direct``), else the batched EM does.  The interior
       point then takes the replicates still above ``tol`` (``_mle_refits._ipm_finish``, for at most
-      30 s).  Measured (1,000 values, Laplace design (2, 1e-8, 3), B = 200): a zero-inflated count,
+      30 modelled seconds).  Measured (1,000 values, Laplace design (2, 1e-8, 3), B = 200): a zero-inflated count,
       10^7 reports, 8.5 s with every refit certified, against 114.8 s with 84 left at gaps of up
       to 10^4 nats before; a spike over a smooth part, 10^6 reports, 30.9 s all certified, against
       22.4 s with 95 left at up to 222 nats.  Replicates still
