@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from sparseldp import SparseLaplace
+from sparseldp.cli import estimate as estimate_cli
 from cli_helpers import one_error, run
 
 pa = pytest.importorskip("pyarrow")
@@ -551,7 +552,7 @@ def test_estimate_robust_intervals_hold_the_plain_ones(d, capsys):
     assert rc == 0 and "assuming the distribution is as smooth; for heaped or rounded values add --robust" in out
 
 
-def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
+def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys, monkeypatch):
     rep = _reports(d)
     base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--range", "2:6",
             "--quantiles", "0.5"]
@@ -568,20 +569,32 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys):
     assert 0 <= rows["variance"]["lr_low"] <= rows["variance"]["value"] <= rows["variance"]["lr_high"] <= 4.5**2
     rc, out, err = run(capsys, *base, "-o", d / "e2.csv", "--profile", "--bootstrap", "20")
     assert rc == 0 and "LR high" in out and "likelihood-ratio intervals (profile likelihood" in out
-    # on by default where it is cheap (domains of at most 200 values), --no-profile turns it off
+    # on by default where it is modelled to be cheap (likelihood_ratio.modelled_seconds at most
+    # _AUTO_PROFILE_SECONDS), --no-profile turns it off; the summary records the modelled time
     rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json", "--bootstrap", "20")
-    assert rc == 0 and json.loads(out)["profile"] is True and "lr_low" in json.loads(out)["statistics"][0]
+    summary = json.loads(out)
+    assert rc == 0 and summary["profile"] is True and "lr_low" in summary["statistics"][0]
+    assert 0.0 < summary["profile_modelled_seconds"] <= estimate_cli._AUTO_PROFILE_SECONDS
     rc, out, err = run(capsys, *base, "-o", d / "e3.csv", "--json", "--no-profile")
     assert rc == 0 and "lr_low" not in json.loads(out)["statistics"][0]
     assert json.loads(out)["profile"] is False and "ruled_out" not in json.loads(out)
+    assert "profile_modelled_seconds" not in json.loads(out)  # asked: nothing modelled
     rc, out, err = run(capsys, *base, "-o", d / "e4.csv", "--bootstrap", "20")
-    assert rc == 0 and "LR high" in out and "on 200 values or fewer" not in out  # (a spinner's label, not printed)
-    # off by default above (a quantile's search takes seconds to minutes there); the summary says how to ask
+    assert rc == 0 and "LR high" in out and "modelled at" not in out  # (a spinner's label, not printed)
+    # by cost, not by the domain's size: 201 values under this narrow window are cheap (the rule before,
+    # at most 200 values, left them off)
     wide = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:200", "--quantiles", "0.5"]
     rc, out, err = run(capsys, *wide, "-o", d / "e5.csv", "--json", "--bootstrap", "20")
+    summary = json.loads(out)
+    assert rc == 0 and summary["profile"] is True and "lr_low" in summary["statistics"][0]
+    # off by default where modelled above the budget; the summary says how to ask, and what it would cost
+    monkeypatch.setattr(estimate_cli, "_AUTO_PROFILE_SECONDS", 0.5 * summary["profile_modelled_seconds"])
+    rc, out, err = run(capsys, *wide, "-o", d / "e5.csv", "--json", "--bootstrap", "20")
     assert rc == 0 and json.loads(out)["profile"] is False and "lr_low" not in json.loads(out)["statistics"][0]
+    assert json.loads(out)["profile_modelled_seconds"] == summary["profile_modelled_seconds"]
     rc, out, err = run(capsys, *wide, "-o", d / "e6.csv", "--bootstrap", "20")
     assert rc == 0 and "LR high" not in out and "--profile for what the reports alone pin down" in out
+    assert f"(modelled at {summary['profile_modelled_seconds']:.0f} s here)" in out
     # --profile-values needs the statistics' intervals: with --no-profile it is refused, nothing written
     err = one_error(capsys, *base, "-o", d / "e7.csv", "--no-profile", "--profile-values")
     assert "--profile-values" in err and "--no-profile" in err and not (d / "e7.csv").exists()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import Profile, _model, estimate_frequencies, profile
+from sparseldp.estimation.likelihood_ratio import modelled_seconds
 from sparseldp.sampling import sample
 
 # (mechanism, true distribution on 0..2, n): three values, a brute-force grid can enumerate the simplex
@@ -288,3 +289,35 @@ def test_variance_on_one_and_two_values_follows_from_the_mean():
     f = [m * (1 - m) for m in (m_lo, m_hi, min(max(0.5, m_lo), m_hi))]
     assert lo <= min(f[:2]) + 1e-9 and hi >= max(f) - 1e-9
     assert min(f[:2]) - lo <= 0.002 and hi - max(f) <= 0.002
+
+
+def test_modelled_seconds_grow_with_the_statistics_and_the_domain(fitted):
+    # one interior-point iteration's modelled cost times the searches' measured iterations: no fit runs, the
+    # same number every call, more for more statistics (a quantile over a mean), a larger domain and a wider
+    # window; more under a Gaussian kernel than a Laplace one of the same window (warm starts pay only there)
+    est, _ = fitted
+    base = modelled_seconds(est, MECH)
+    assert base > 0 and modelled_seconds(est) == base == modelled_seconds(est, MECH)
+    one = modelled_seconds(est, MECH, ["mean"])
+    assert one < modelled_seconds(est, MECH, ["quantile"]) < modelled_seconds(est, MECH, ["quantile", "quantile"])
+    assert modelled_seconds(est, MECH, "mean") == one
+    assert modelled_seconds(est, MECH, ["mean", "var", "quantile", "quantile", "quantile", "range"]) == base
+    big = _fit(MECH, TRUTH, 20_000, seed=7, method="em", k=300)
+    assert modelled_seconds(big, MECH) > base
+    wide = SparseLaplace(lam=0.3, s=61)
+    assert modelled_seconds(_fit(wide, TRUTH, 20_000, seed=7, method="em", k=300), wide) > modelled_seconds(big, MECH)
+    gauss = SparseGaussian(sigma=6.0, s=61)
+    assert (modelled_seconds(_fit(gauss, TRUTH, 20_000, seed=7, method="em", k=300), gauss)
+            > modelled_seconds(_fit(wide, TRUTH, 20_000, seed=7, method="em", k=300), wide))
+
+
+def test_modelled_seconds_bad_input(fitted):
+    est, _ = fitted
+    with pytest.raises(ValueError, match=r"statistics must name 'mean', 'var', 'quantile', 'range', 'cdf'; got 'median'"):
+        modelled_seconds(est, MECH, ["mean", "median"])
+    with pytest.raises(TypeError, match="estimate must be a FrequencyEstimate"):
+        modelled_seconds(np.ones(3) / 3, MECH)
+    with pytest.raises(ValueError, match="report counts"):
+        modelled_seconds(dataclasses.replace(est, counts=None), MECH)
+    with pytest.raises(ValueError, match=r"mechanism must be the one the estimate was fitted with"):
+        modelled_seconds(est, SparseLaplace(lam=0.3, s=7))

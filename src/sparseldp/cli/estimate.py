@@ -17,7 +17,7 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
-* ``--profile`` (the default on domains of at most 200 values, where it costs a few seconds at most;
+* ``--profile`` (the default where it is modelled to take at most 10 s, less on small domains;
   ``--no-profile`` turns it off): also the likelihood-ratio interval of each statistic
   (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
@@ -91,11 +91,17 @@ MAX_BOOT = 10_000
 __all__ = ["estimate_command"]
 
 
-#: Domains of at most this many values get the likelihood-ratio intervals unasked (``--profile``'s default).
-#: Measured (2026-11-30, 10^5 reports of a bimodal truth, the designs of (1, 1e-6, 5) for both families and
-#: the Gaussian one of (1, 1e-6, 10); the mean, variance, a range query and three quantiles): 0.2-1.1 s in all
-#: on 100 values, 0.5-2.8 s on 200, 0.8-10.2 s on 300, 12-74 s on 500 (a quantile's search is most of it).
-_AUTO_PROFILE_VALUES = 200
+#: The likelihood-ratio intervals are printed unasked (``--profile``'s default) where their modelled time is at most
+#: this many seconds (``likelihood_ratio._seconds``: one interior-point iteration's modelled cost on the reports'
+#: channel times the iterations the searches took, per statistic asked; a count, not a clock, so the same input
+#: gives the same table on any machine).  Measured (2026-11-30, 10^5 reports of a bimodal truth, the mean, variance,
+#: a range query and three quantiles, one BLAS thread; modelled in brackets): the Laplace design of (1, 1e-6, 5)
+#: (window 137) on 300 / 1,000 / 2,000 values 1.0 / 4.9 / 9.8 s (2.3 / 5.4 / 9.8); that of (1, 1e-6, 10) (window 275) on
+#: 300 / 1,000 values 1.9 / 11.6 s (2.6 / 11.7); that of (1, 1e-6, 3) (window 83) on 3,000 / 10^4 values 5.1 /
+#: 17.3 s (8.4 / 25.5); the Gaussian design of (1, 1e-6, 5) (window 349) on 200 / 300 / 500 values 2.4 / 4.4 /
+#: 19.0 s (3.9 / 6.5 / 18.9).  The rule before (on for at most 200 values) left them off on domains where they
+#: cost a few seconds, and those are where a wide kernel's bootstrap intervals miss.
+_AUTO_PROFILE_SECONDS = 10.0
 
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
 _MEAN_METHODS = {
@@ -154,9 +160,10 @@ def estimate_command(
     profile: Annotated[Optional[bool], typer.Option(
         "--profile/--no-profile", help="Also print likelihood-ratio intervals (the profile likelihood) of the mean, "
                                        "variance, quantiles and range: the values the reports alone do not rule "
-                                       "out, no smoothness assumed.  Default: on for domains of at most "
-                                       f"{_AUTO_PROFILE_VALUES} values (a few seconds there), off above (seconds "
-                                       "to minutes per quantile).", show_default=False)] = None,
+                                       "out, no smoothness assumed.  Default: on where they are modelled to take at "
+                                       f"most {_AUTO_PROFILE_SECONDS:g} s (up to about 2,000 values under a Laplace "
+                                       "window of 137, 400 under a Gaussian window of 349), off above "
+                                       "(seconds to minutes per quantile).", show_default=False)] = None,
     profile_values: Annotated[bool, typer.Option(
         "--profile-values", help="Also each value's likelihood-ratio interval (implies --profile): columns "
                                  "lr_low,lr_high in the output and an outline in --plot.  Two searches per value: "
@@ -172,6 +179,7 @@ def estimate_command(
 
     from .._validation import check_int
     from ..estimation import METHODS, ConvergenceWarning, ReportCounts, estimate_frequencies_full, estimate_mean
+    from ..estimation.likelihood_ratio import modelled_seconds as _lr_seconds
     from ..estimation.stats import QUANTILE_METHODS
     from ..io import column_counts
     from ..spec import load_spec
@@ -196,7 +204,7 @@ def estimate_command(
     rng_range = None if range_ is None else parse_domain(range_, "--range")
     if not column:
         raise ValueError("--column must be a non-empty column name; got ''")
-    asked_profile = profile  # None: by the domain's size, below
+    asked_profile = profile  # None: by the modelled cost, after the fit
     if profile is False and profile_values:
         raise ValueError("--profile-values adds each value's likelihood-ratio interval to the statistics', which "
                          "--no-profile turns off; give one of them")
@@ -225,9 +233,6 @@ def estimate_command(
     spec = load_spec(mechanism)  # refuses a spec whose recorded guarantee does not hold
     target = spec.sampler_target()
     dom, bounds, reason = _domain_and_bounds(spec, domain, target)
-    # each value's intervals come with the statistics'; unasked, on where they are cheap
-    profile = bool(profile_values or (asked_profile if asked_profile is not None
-                                      else dom[1] - dom[0] + 1 <= _AUTO_PROFILE_VALUES))
 
     src = "-" if is_stdio(input) else input
     with stage(f"reading the reports in column {column!r}"):
@@ -250,10 +255,17 @@ def estimate_command(
         widened = robust and not _is_mle(est)  # --robust adds the MLE's intervals (a no-op for an MLE)
         also = " and the MLE's fit and refits (--robust)" if widened else ""
         label = f"bootstrap: {boot} refits ({est.regularization or est.method}){also}" if boot else "statistics"
+        # each value's intervals come with the statistics'; unasked, on where they are modelled to be cheap
+        lr_seconds = None
+        if asked_profile is None and not profile_values:
+            lr_seconds = _lr_seconds(est, target, ["mean", "var"] + ["quantile"] * len(qs)
+                                     + ([] if rng_range is None else ["range"]))
+        profile = bool(profile_values or asked_profile or (lr_seconds is not None
+                                                           and lr_seconds <= _AUTO_PROFILE_SECONDS))
         if profile:
             label += ", likelihood-ratio intervals (" + ("each value, --profile-values)" if profile_values
                                                           else "--profile)" if asked_profile else
-                                                          f"on {_AUTO_PROFILE_VALUES} values or fewer)")
+                                                          f"modelled at {lr_seconds:.1f} s)")
         with stage(label):
             stats_rows, per_value, lr_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
                                                           quantile_method, robust, profile, profile_values)
@@ -268,7 +280,7 @@ def estimate_command(
                                  confidence, widened)
     where = "stdout" if is_stdio(output) else str(output)
     summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
-                       profile, profile_values)
+                       profile, profile_values, lr_seconds)
     table = _table_bytes(est.values, est.p, table_fmt, per_value, lr_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
@@ -357,8 +369,9 @@ def _plot_bytes(est, mean, guarantee, column, n, plot_fmt, true_p, per_value, lr
 
 
 def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, boot, robust, profile,
-             profile_values) -> dict:
-    """What ``--json`` prints (and the terminal summary reads)."""
+             profile_values, lr_seconds=None) -> dict:
+    """What ``--json`` prints (and the terminal summary reads); ``lr_seconds``: the likelihood-ratio intervals'
+    modelled time where it decided ``--profile``'s default."""
     summary = {
         "n": n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
         "newton_steps": est.newton_steps, "converged": est.converged,
@@ -376,6 +389,8 @@ def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, bo
     summary["robust"] = robust
     summary["profile"] = profile
     summary["profile_values"] = profile_values
+    if lr_seconds is not None:  # the default was decided by it: on at most _AUTO_PROFILE_SECONDS
+        summary["profile_modelled_seconds"] = round(float(lr_seconds), 3)
     if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
         slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
         summary["ruled_out"] = [r["statistic"] for r in stats_rows
@@ -455,4 +470,6 @@ def _print_text(console, summary, est, mean, guarantee, column, confidence, wide
     elif boot and regularized:
         say(f"the intervals cover the regularized estimate ({est.regularization or est.method}), assuming the "
             "distribution is as smooth; for heaped or rounded values add --robust"
-            + ("" if profile else ", and --profile for what the reports alone pin down"))
+            + ("" if profile else ", and --profile for what the reports alone pin down"
+               + ("" if summary.get("profile_modelled_seconds") is None else
+                  f" (modelled at {summary['profile_modelled_seconds']:.0f} s here)")))

@@ -168,7 +168,8 @@ One module per concern; imports point down this list (none of them imports
   bootstrap and takes the hull (intervals that do not assume smoothness)
 * :mod:`~sparseldp.estimation.likelihood_ratio`: :func:`profile` and :class:`Profile`, likelihood-ratio
   intervals of the linear statistics and of the variance (the profile likelihood, outer bounds with
-  certificates): what the reports alone pin down, with no smoothness assumed
+  certificates): what the reports alone pin down, with no smoothness assumed; ``modelled_seconds``,
+  their cost predicted before any fit
 * ``_lr_search``: the ends of such intervals (the tilted MLEs, the search for the boundary, the variance
   through the linear ``E (X - c)^2``, every value's)
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
