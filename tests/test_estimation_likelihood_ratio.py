@@ -313,7 +313,8 @@ def test_modelled_seconds_grow_with_the_statistics_and_the_domain(fitted):
 
 def test_modelled_seconds_bad_input(fitted):
     est, _ = fitted
-    with pytest.raises(ValueError, match=r"statistics must name 'mean', 'var', 'quantile', 'range', 'cdf'; got 'median'"):
+    with pytest.raises(ValueError,
+                       match=r"statistics must name 'mean', 'var', 'quantile', 'range', 'cdf'; got 'median'"):
         modelled_seconds(est, MECH, ["mean", "median"])
     with pytest.raises(TypeError, match="estimate must be a FrequencyEstimate"):
         modelled_seconds(np.ones(3) / 3, MECH)

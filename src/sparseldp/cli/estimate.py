@@ -92,8 +92,8 @@ __all__ = ["estimate_command"]
 
 
 #: The likelihood-ratio intervals are printed unasked (``--profile``'s default) where their modelled time is at most
-#: this many seconds (``likelihood_ratio._seconds``: one interior-point iteration's modelled cost on the reports'
-#: channel times the iterations the searches took, per statistic asked; a count, not a clock, so the same input
+#: this many seconds (``likelihood_ratio.modelled_seconds``: one interior-point iteration's modelled cost on the
+#: reports' channel times the iterations the searches took, per statistic asked; a count, not a clock, so the same input
 #: gives the same table on any machine).  Measured (2026-11-30, 10^5 reports of a bimodal truth, the mean, variance,
 #: a range query and three quantiles, one BLAS thread; modelled in brackets): the Laplace design of (1, 1e-6, 5)
 #: (window 137) on 300 / 1,000 / 2,000 values 1.0 / 4.9 / 9.8 s (2.3 / 5.4 / 9.8); that of (1, 1e-6, 10) (window 275) on
