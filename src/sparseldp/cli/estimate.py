@@ -17,8 +17,8 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
   "Estimation"), several times wider on smooth data.
-* ``--profile`` (the default where it is modelled to take at most 10 s, less on small domains;
-  ``--no-profile`` turns it off): also the likelihood-ratio interval of each statistic
+* ``--profile`` (the default where :func:`sparseldp.estimation.likelihood_ratio.modelled_seconds`
+  is at most 10 s, ``profile_modelled_seconds`` in ``--json``; ``--no-profile`` turns it off): also the likelihood-ratio interval of each statistic
   (:func:`sparseldp.estimation.likelihood_ratio.profile`: the values of the statistic under which the
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
   ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.  A
