@@ -98,6 +98,22 @@ def test_ipm_direct_refits_are_certified_or_declined(case, monkeypatch):
     assert _mle_refits._ipm_direct(model, CT, float(N), 0.5, limit=0.0) is None
 
 
+@settings(max_examples=200, deadline=None)
+@given(k=st.integers(1, 20_000), m=st.integers(1, 40_000), width=st.integers(0, 2_000), dense=st.booleans(),
+       dk=st.integers(1, 1_000), dm=st.integers(1, 1_000), dw=st.integers(1, 100))
+def test_ipm_seconds_grow_with_the_channel(k, m, width, dense, dk, dm, dw):
+    # the modelled cost of an iteration (the refits' budgets count it) is positive, at least the fixed cost,
+    # and grows with the values; with the outputs where dense, with the band where banded
+    f = _ipm._ipm_seconds
+    base = f(k, m, dense, width)
+    assert base >= _ipm._REF_FIXED > 0
+    assert f(k + dk, m, dense, width) > base
+    if dense:
+        assert f(k, m + dm, True, width) > base and f(k, m, True, width + dw) == base
+    else:
+        assert f(k, m, False, width + dw) > base and f(k, m + dm, False, width) == base
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ipm_refits_do_not_read_the_clock(case, monkeypatch):
     # the probe's limit counts modelled iterations (_ipm._ipm_seconds), not seconds of a clock: the

@@ -322,3 +322,16 @@ def test_modelled_seconds_bad_input(fitted):
         modelled_seconds(dataclasses.replace(est, counts=None), MECH)
     with pytest.raises(ValueError, match=r"mechanism must be the one the estimate was fitted with"):
         modelled_seconds(est, SparseLaplace(lam=0.3, s=7))
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=st.lists(st.sampled_from(["mean", "var", "quantile", "range", "cdf"]), min_size=1, max_size=8),
+       more=st.lists(st.sampled_from(["mean", "var", "quantile", "range", "cdf"]), min_size=1, max_size=4))
+def test_modelled_seconds_add_over_statistics(fitted, names, more):
+    # the cost of a set of statistics is the sum of their costs, in any order
+    est, _ = fitted
+    one = {name: modelled_seconds(est, MECH, [name]) for name in set(names + more)}
+    total = modelled_seconds(est, MECH, names)
+    assert total == pytest.approx(sum(one[name] for name in names), rel=1e-12)
+    assert modelled_seconds(est, MECH, names[::-1]) == pytest.approx(total, rel=1e-12)
+    assert modelled_seconds(est, MECH, names + more) > total
