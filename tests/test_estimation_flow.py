@@ -19,7 +19,7 @@ from sparseldp.estimation import ReportCounts, _model, estimate_frequencies_full
 from sparseldp.estimation import _em_members
 from sparseldp.estimation._em_members import _STOP_CAP
 from sparseldp.estimation.intervals import _refit_plan, bootstrap
-from sparseldp.estimation._flow import _em_flow
+from sparseldp.estimation._flow import _em_flow, _flow_jacobian
 from sparseldp.estimation.solvers import _em_run
 
 
@@ -235,3 +235,45 @@ def test_flow_loglik_takes_0_log_0_as_0():
         got = _flow_loglik(AT, P, W)
     np.testing.assert_allclose(got, [2 * np.log(0.5), 2 * np.log(0.5) + 2 * np.log(0.5)])
     assert _flow_loglik(AT, P, W + np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.0]]))[0] == -np.inf
+
+
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 12), extra=st.integers(0, 20), b=st.integers(1, 5),
+       far=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_flow_jacobian_is_the_derivative_of_g(seed, k, extra, b, far):
+    # J[x, z] = d g_x / d theta_z through p = softmax(theta): against the direct sum
+    # G_x p_z - sum_y A_xy A_zy w_y p_z / q_y^2 and against central differences; `far` puts mass on values
+    # 1e-150 of the others (q^2 underflows on outputs only they reach: the Jacobian is formed through
+    # sqrt(w) / q), unobserved outputs (w = 0) included
+    gen = np.random.default_rng(seed)
+    m = k + extra + 1
+    A = gen.uniform(0.05, 1.0, (k, m))
+    W = gen.integers(0, 5, (m, b)).astype(float)
+    W[0] += 1.0
+    W /= W.sum(axis=0)
+    theta = gen.normal(size=(k, b))
+    if far and k > 1:
+        theta[0] -= 345.0  # p_0 about 1e-150 of the rest
+    P = np.exp(theta - theta.max(axis=0))
+    P /= P.sum(axis=0)
+    Q = A.T @ P
+    G = A @ np.divide(W, Q, out=np.zeros_like(W), where=W > 0)
+    J = _flow_jacobian(A, P, W, G, Q)
+    assert J.shape == (b, k, k) and np.isfinite(J).all()
+    for j in range(b):
+        v = np.divide(W[:, j], Q[:, j] ** 2, out=np.zeros(m), where=W[:, j] > 0)
+        first, second = G[:, j][:, None] * P[:, j][None, :], (A * v) @ A.T * P[:, j][None, :]
+        # (the two terms cancel where a column is at a fixed point: the tolerance is on their size)
+        np.testing.assert_allclose(J[j], first - second, rtol=1e-10, atol=1e-12 * (np.abs(first) + np.abs(second)).max())
+        if far:
+            continue
+        eps = 1e-6
+        for z in range(k):
+            def g_at(t):
+                p = np.exp(t - t.max())
+                p /= p.sum()
+                return A @ (W[:, j] / (A.T @ p))
+            d = np.zeros(k)
+            d[z] = eps
+            fd = (g_at(theta[:, j] + d) - g_at(theta[:, j] - d)) / (2 * eps)
+            np.testing.assert_allclose(J[j][:, z], fd, rtol=1e-5, atol=1e-7)
