@@ -258,3 +258,22 @@ def test_robust_bootstrap_gives_the_same_replicates_under_load(monkeypatch):
     np.testing.assert_array_equal(loaded.replicates, quick.replicates)
     np.testing.assert_array_equal(loaded.reference.replicates, quick.reference.replicates)
     assert est.range(100, 150, ci=loaded) == est.range(100, 150, ci=quick)
+
+
+def test_ipm_all_probe_limit_grows_with_the_em_budget(monkeypatch):
+    # where the MLE is not sparse the probe may spend up to _IPM_VS_EM times the batched EM's modelled time for
+    # its whole budget (at least _IPM_DIRECT_DENSE): more for a larger budget, by the FFT length on window channels
+    model, p_hat, CT = _replicates("laplace atoms and bump", 2)
+    seen = []
+    monkeypatch.setattr(_mle_refits, "_ipm_direct", lambda *a, limit=None, **kw: seen.append(limit))
+    for evals in (1, 2_000, 20_000):
+        _mle_refits._ipm_all(model, CT, float(N), 0.5, evals)
+    per = _mle_refits._em_eval_seconds(model)
+    assert per > 0
+    assert seen == [max(_mle_refits._IPM_DIRECT_DENSE, _mle_refits._IPM_VS_EM * e * per) for e in (1, 2_000, 20_000)]
+    assert seen[0] == _mle_refits._IPM_DIRECT_DENSE < seen[2]
+    from sparseldp import SparseLaplace
+    from sparseldp.estimation import _model
+    small, large = (_model(SparseLaplace(lam=0.2, s=101), (0, k - 1)) for k in (500, 5_000))
+    assert small.log_window is not None and large.log_window is not None
+    assert _mle_refits._em_eval_seconds(large) > 8 * _mle_refits._em_eval_seconds(small)

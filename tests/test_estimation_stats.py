@@ -785,6 +785,7 @@ def test_refits_left_by_the_batch_are_finished_by_the_interior_point(monkeypatch
 
     monkeypatch.setattr(refits, "_REFIT_NEWTON_COST", 0.0)
     monkeypatch.setattr(_mle_refits, "_IPM_DIRECT_DENSE", -1.0)  # the batched EM first, not the interior point
+    monkeypatch.setattr(_mle_refits, "_IPM_VS_EM", 0.0)
     e = _estimate(20_000, "em")
     clean = e.bootstrap(MECH, B=40, rng=0)
     real = refits._refit_em

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.fft as sfft
 import scipy.sparse as sp
 
-from ._ipm import _IPM_STEPS, _ipm, _ipm_affordable, _ipm_seconds
+from ._ipm import _IPM_STEPS, _REF_RATE, _ipm, _ipm_affordable, _ipm_seconds
 from ._parallel import blocks_for, map_blocks, one_blas_thread
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
                   _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _covering)
@@ -315,7 +316,8 @@ def _active_solo(model, CT, n, p_hat, tol):
 # 0.3-0.6 s at 10^7 and left half uncertified; on a point mass it takes 0.1-0.2 s and the active set
 # 0.06-0.2 s), and every replicate where the MLE is not sparse and the channel is large when it does so
 # within _IPM_DIRECT_DENSE (a spike over a smooth part under the same design, 10^6 reports: 0.16-0.22 s,
-# where 2,000 batched EM evaluations left 95 of 200 uncertified); elsewhere it finishes the replicates
+# where 2,000 batched EM evaluations left 95 of 200 uncertified), or _IPM_VS_EM times the EM's budget
+# (below) where that is longer; elsewhere it finishes the replicates
 # the other solvers left above tol, as long as the time it has taken on them stays within _IPM_BUDGET
 # seconds (a dense channel of 1,000 values: about 0.5 s each).
 # These seconds are modelled (_ipm._ipm_seconds: iterations times a cost per iteration on the reference
@@ -325,6 +327,27 @@ _IPM_PROBE = 2
 _IPM_DIRECT = 0.1
 _IPM_DIRECT_DENSE = 0.25
 _IPM_BUDGET = 30.0
+# Where the MLE is not sparse, the probe's limit grows to _IPM_VS_EM times the modelled time of the batched
+# EM's whole budget on one replicate (_em_eval_seconds per evaluation) where that is larger (_ipm_limit): EM
+# there spends its budget and still leaves replicates above tol (the MLE converges sublinearly), which the
+# interior point then finishes anyway.  Measured (MLE bootstrap, B = 20, 10^6 reports, 2026-11-30; two runs
+# each): 2,000 values under the Laplace window of 275, 16-17.5 s -> 5.0-6.8 s on a smooth, a spiky and a
+# heavy-tailed truth, all certified either way; 10^4 values under the same window, the harder truth of
+# bench_estimation, 10^8 reports, robust B = 20: 80-90 s with 6 of 20 MLE refits left uncertified -> 53-54 s,
+# all certified (20-21 iterations, about 2 s each), where the limit of 0.25 s allowed two iterations;
+# unchanged on 5,000 values under the window of 83 (3.2-4.4 s) and under the Gaussian window of 695 on
+# 1,000 values (21-26 s; the probe still fails there).  The same limit for the columns the batched active
+# set leaves, against the one-by-one active set, was tried: 52-63 s -> 8-10 s under the Gaussian window of
+# 349 on 2,000 values, 22-27 -> 2.3-2.5 s under 209 on 1,000, but 1.0 -> 5.8-7.0 s on a zero-inflated
+# count under the Laplace window of 275 on 2,000 values, where the active set takes 0.05 s a replicate;
+# the MLE's support did not tell the cases apart, so that probe keeps _IPM_DIRECT.
+_IPM_VS_EM = 2.0
+# The batched EM's time per evaluation and column (reference machine, one BLAS / FFT thread; _refit_em's
+# SQUAREM cycle, 16 columns, 200 evaluations): by FFT products about _EM_FFT_SECONDS x L log2 L for the
+# FFT length L (measured 108-121 us on 1,000 values under Laplace windows of 83 and 137, 185 us on 2,000
+# under 275, 384 us on 5,000 under 83, 1,172 us on 10^4 under 275, 193-206 us under Gaussian windows of 695
+# and 349 on 1,000 and 2,000 values; modelled 94-537 us, within 40 %); otherwise by its products' entries.
+_EM_FFT_SECONDS = 8.6e-9
 
 
 def _ipm_fits(model) -> bool:
@@ -379,10 +402,28 @@ def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
     return P, conv, gaps
 
 
-def _ipm_all(model, CT, n, tol):
+def _em_eval_seconds(model) -> float:
+    """The batched EM's modelled time (seconds, reference machine) per evaluation and column on ``model``'s
+    outputs: :data:`_EM_FFT_SECONDS` ``L log2 L`` on a shifted-window channel (FFT products, length ``L`` the
+    next fast length of the outputs), else two products over the stored entries (``k m`` dense) at
+    ``_ipm._REF_RATE`` flops per second and a fixed 20 us."""
+    if model.log_window is not None:
+        L = sfft.next_fast_len(model.m, real=True)
+        return _EM_FFT_SECONDS * L * math.log2(L)
+    entries = model.k * model.m if model.dense else model.nnz
+    return 4.0 * entries / _REF_RATE + 2e-5
+
+
+def _ipm_limit(model, least: float, evals: int) -> float:
+    """The interior point's probe limit (modelled seconds a replicate): ``least``, or :data:`_IPM_VS_EM` times
+    the batched EM's modelled time for ``evals`` evaluations of one column where that is larger."""
+    return max(least, _IPM_VS_EM * evals * _em_eval_seconds(model))
+
+
+def _ipm_all(model, CT, n, tol, evals: int = 2_000):
     """Every column of ``CT`` by ``_ipm`` where the MLE is not sparse on a large channel:
-    :func:`_ipm_direct` with the limit :data:`_IPM_DIRECT_DENSE`."""
-    return _ipm_direct(model, CT, n, tol, limit=_IPM_DIRECT_DENSE)
+    :func:`_ipm_direct` with the limit :func:`_ipm_limit` (at least :data:`_IPM_DIRECT_DENSE`)."""
+    return _ipm_direct(model, CT, n, tol, limit=_ipm_limit(model, _IPM_DIRECT_DENSE, evals))
 
 
 def _ipm_finish(model, CT, n, P, conv, gaps, tol):

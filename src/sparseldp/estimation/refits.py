@@ -207,7 +207,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     else:
         exact = _dense_exact(model)
         budget = min(max_iter, _REFIT_EM_FIRST) if exact is not None else max_iter
-        direct = None if exact is not None else _ipm_all(model, CT, float(n), tol)
+        direct = None if exact is not None else _ipm_all(model, CT, float(n), tol, budget)
         if direct is not None:  # a large channel where the interior point is fast: every replicate by it
             P, conv, gaps = direct
         else:
