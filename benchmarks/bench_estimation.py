@@ -569,6 +569,25 @@ def _batched_mle_refits() -> list[dict]:
                      f"{certified['one by one']} of 200; mean interval ends moved {moved:.1e} of its width (one run)"}]
 
 
+def _timed_bootstrap(est, mech, B: int, seed: int, settings: dict) -> tuple[float, int]:
+    """``est.bootstrap(mech, B=B, rng=seed)`` with the module constants of ``_mle_refits`` in ``settings``
+    set for the run (and restored): its time and how many refits were certified."""
+    from sparseldp.estimation import _mle_refits
+
+    saved = {name: getattr(_mle_refits, name) for name in settings}
+    for name, value in settings.items():
+        setattr(_mle_refits, name, value)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            t0 = time.perf_counter()
+            bs = est.bootstrap(mech, B=B, rng=seed)
+            return time.perf_counter() - t0, int(np.sum(bs.converged))
+    finally:
+        for name, value in saved.items():
+            setattr(_mle_refits, name, value)
+
+
 def _ipm_refits() -> list[dict]:
     """The MLE's bootstrap (B = 50) where the batched active-set EM's probe fails and the older solvers
     stall: 1,000 values, ``design("laplace", eps=2, delta=1e-8, H=3)``, 10^7 reports of a zero-inflated
@@ -577,30 +596,17 @@ def _ipm_refits() -> list[dict]:
     seed, one run each, with the refits certified."""
     import sparseldp as sl
     from bench_estimators import _shapes
-    from sparseldp.estimation import _mle_refits, _model, estimate_frequencies_full
+    from sparseldp.estimation import _model, estimate_frequencies_full
 
     k = 1000
     mech = sl.design("laplace", eps=2, delta=1e-8, H=3).mechanism
     model = _model(mech, (0, k - 1))
     est = estimate_frequencies_full(_direct_counts(model, _shapes(k)["zero-inflated"], 10**7, seed=91), mech,
                                     domain=(0, k - 1), method="em")
+    off = dict.fromkeys(("_IPM_DIRECT", "_IPM_DIRECT_DENSE", "_IPM_BUDGET", "_IPM_VS_EM"), -1.0)
     times, certified = {}, {}
-    saved = {name: getattr(_mle_refits, name) for name in ("_IPM_DIRECT", "_IPM_DIRECT_DENSE", "_IPM_BUDGET",
-                                                            "_IPM_VS_EM")}
-    for label, off in (("interior point", False), ("without", True)):
-        if off:
-            for name in saved:
-                setattr(_mle_refits, name, -1.0)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                t0 = time.perf_counter()
-                bs = est.bootstrap(mech, B=50, rng=91)
-                times[label] = time.perf_counter() - t0
-        finally:
-            for name, value in saved.items():
-                setattr(_mle_refits, name, value)
-        certified[label] = int(np.sum(bs.converged))
+    for label, settings in (("interior point", {}), ("without", off)):
+        times[label], certified[label] = _timed_bootstrap(est, mech, 50, 91, settings)
     return [{"name": "MLE bootstrap B=50, 1,000 values, Laplace window 59, 10^7 reports: interior-point refits",
              "median_s": times["interior point"], "ratio": times["without"] / times["interior point"],
              "note": f"without {times['without']:.1f} s; certified {certified['interior point']} / "
@@ -615,7 +621,7 @@ def _ipm_all_rows() -> list[dict]:
     leaves), same seed, same run, one run each."""
     import sparseldp as sl
     from bench_estimators import _shapes
-    from sparseldp.estimation import _mle_refits, _model, estimate_frequencies_full
+    from sparseldp.estimation import _model, estimate_frequencies_full
 
     k = 2000
     mech = sl.design("laplace", eps=1, delta=1e-6, H=10).mechanism
@@ -623,18 +629,8 @@ def _ipm_all_rows() -> list[dict]:
     est = estimate_frequencies_full(_direct_counts(model, _shapes(k)["smooth"], 10**6, seed=2), mech,
                                     domain=(0, k - 1), method="em")
     times, certified = {}, {}
-    saved = _mle_refits._IPM_VS_EM
-    for label, vs in (("by budget", saved), ("0.25 s", 0.0)):
-        _mle_refits._IPM_VS_EM = vs
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                t0 = time.perf_counter()
-                bs = est.bootstrap(mech, B=20, rng=0)
-                times[label] = time.perf_counter() - t0
-        finally:
-            _mle_refits._IPM_VS_EM = saved
-        certified[label] = int(np.sum(bs.converged))
+    for label, settings in (("by budget", {}), ("0.25 s", {"_IPM_VS_EM": 0.0})):
+        times[label], certified[label] = _timed_bootstrap(est, mech, 20, 0, settings)
     return [{"name": "MLE bootstrap B=20, 2,000 values, Laplace window 275, smooth, 10^6 reports: interior point "
                      "for every replicate", "median_s": times["by budget"],
              "ratio": times["0.25 s"] / times["by budget"],
