@@ -277,3 +277,35 @@ def test_ipm_all_probe_limit_grows_with_the_em_budget(monkeypatch):
     small, large = (_model(SparseLaplace(lam=0.2, s=101), (0, k - 1)) for k in (500, 5_000))
     assert small.log_window is not None and large.log_window is not None
     assert _mle_refits._em_eval_seconds(large) > 8 * _mle_refits._em_eval_seconds(small)
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_active_refits_probe_limit_by_the_mle_s_effective_atoms(spread, monkeypatch):
+    # the columns the batched active set leaves go to the interior point's probe with the EM-budget limit where
+    # p_hat spreads over at least _IPM_SPREAD effective atoms (the one-by-one active set is slow there), else
+    # with _IPM_DIRECT (one dominant atom: the active set is fast)
+    from sparseldp import SparseLaplace
+    from sparseldp.estimation import _model
+
+    k = 100
+    model = _model(SparseLaplace(lam=0.3, s=21), (0, k - 1))
+    p_hat = np.zeros(k)
+    if spread:
+        p_hat[10:90:2] = 1.0  # 40 equal atoms
+    else:
+        p_hat[10:50] = 0.1 / 40
+        p_hat[30] += 0.9  # one atom with 90 % of the mass, 39 small ones
+    p_hat /= p_hat.sum()
+    assert (_mle_refits._atoms(p_hat) >= _mle_refits._IPM_SPREAD) == spread
+    assert _mle_refits._atoms(np.full(40, 1 / 40)) == pytest.approx(40.0)
+    CT = np.ones((model.m, 3))
+    seen = []
+    monkeypatch.setattr(_mle_refits, "_active_batch",
+                        lambda model, CT, n, p, tol: (np.zeros((k, 3)), np.zeros(3, bool), np.full(3, np.inf)))
+    monkeypatch.setattr(_mle_refits, "_ipm_direct", lambda *a, limit=None, **kw: seen.append(limit))
+    monkeypatch.setattr(_mle_refits, "_active_solo",
+                        lambda model, CT, n, p, tol: (np.zeros((k, CT.shape[1])), np.ones(CT.shape[1], bool),
+                                                      np.zeros(CT.shape[1])))
+    monkeypatch.setattr(_mle_refits, "_em_eval_seconds", lambda model: 1e-3)  # an EM budget of 2 s a replicate
+    _mle_refits._active_refits(model, CT, 1e4, p_hat, 0.5, 2_000)
+    assert seen == [_mle_refits._IPM_VS_EM * 2.0 if spread else _mle_refits._IPM_DIRECT]

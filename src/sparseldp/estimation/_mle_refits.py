@@ -132,13 +132,15 @@ def _refit_em(A, AT, C, n, P0, tol, max_iter, member=None):
     return out, conv, gaps
 
 
-def _active_refits(model, CT, n, p_hat, tol):
+def _active_refits(model, CT, n, p_hat, tol, evals: int = 2_000):
     """The MLE's refits on a large channel where ``p_hat`` is sparse (``refits._active_pays``): every column of
     ``CT`` (replicate counts on all outputs) first in one batch (:func:`_active_batch`) where ``p_hat``
     carries mass on at least :data:`_BATCH_SUPPORT` values (else every column one by one by
     ``mle._active_newton``, :func:`_active_solo`), then the columns left uncertified by the interior
-    point where it certifies the first two within :data:`_IPM_DIRECT` modelled seconds each
-    (:func:`_ipm_direct`), else one by one.  Returns ``(P, converged, gaps)``."""
+    point where it certifies the first two within :data:`_IPM_DIRECT` modelled seconds each, or where
+    ``p_hat`` spreads over at least :data:`_IPM_SPREAD` effective atoms within :func:`_ipm_limit` of the
+    batched EM's budget of ``evals`` evaluations (:func:`_ipm_direct`), else one by one.  Returns
+    ``(P, converged, gaps)``."""
     if np.count_nonzero(p_hat > _ACTIVE_REL * p_hat.max()) < _BATCH_SUPPORT:
         # a few atoms: the one-by-one active set is fast (point masses: 0.06-0.2 s a replicate, where the
         # interior point's probe passed at 0.1 s and then took 1-1.5 s longer over B = 200)
@@ -146,7 +148,8 @@ def _active_refits(model, CT, n, p_hat, tol):
     P, conv, gaps = _active_batch(model, CT, n, p_hat, tol)
     left = np.flatnonzero(~conv)
     if left.size:
-        fast = _ipm_direct(model, CT, n, tol, left)
+        limit = _ipm_limit(model, _IPM_DIRECT, evals) if _atoms(p_hat) >= _IPM_SPREAD else _IPM_DIRECT
+        fast = _ipm_direct(model, CT, n, tol, left, limit=limit)
         if fast is None:
             fast = _active_solo(model, np.ascontiguousarray(CT[:, left]), n, p_hat, tol)
         P[:, left], conv[left], gaps[left] = fast
@@ -336,12 +339,22 @@ _IPM_BUDGET = 30.0
 # bench_estimation, 10^8 reports, robust B = 20: 80-90 s with 6 of 20 MLE refits left uncertified -> 53-54 s,
 # all certified (20-21 iterations, about 2 s each), where the limit of 0.25 s allowed two iterations;
 # unchanged on 5,000 values under the window of 83 (3.2-4.4 s) and under the Gaussian window of 695 on
-# 1,000 values (21-26 s; the probe still fails there).  The same limit for the columns the batched active
-# set leaves, against the one-by-one active set, was tried: 52-63 s -> 8-10 s under the Gaussian window of
-# 349 on 2,000 values, 22-27 -> 2.3-2.5 s under 209 on 1,000, but 1.0 -> 5.8-7.0 s on a zero-inflated
-# count under the Laplace window of 275 on 2,000 values, where the active set takes 0.05 s a replicate;
-# the MLE's support did not tell the cases apart, so that probe keeps _IPM_DIRECT.
+# 1,000 values (21-26 s; the probe still fails there).
 _IPM_VS_EM = 2.0
+# The same limit for the columns the batched active set leaves (a sparse MLE), against the one-by-one
+# active set, where the MLE spreads over at least _IPM_SPREAD effective atoms (_atoms: the exponential of
+# its entropy); below, the probe keeps _IPM_DIRECT.  The one-by-one active set is fast where one atom
+# dominates (the set hardly moves from replicate to replicate) and slow where many small atoms shift.
+# Measured (MLE bootstrap, B = 20, 10^6 reports, two runs each, _IPM_DIRECT against the EM-budget limit;
+# effective atoms in brackets): Gaussian windows, 349 on 2,000 values, smooth (45) 52-63 -> 8-10 s, bimodal
+# (51) 52-58 -> 8.7-10 s, heavy tail (20) 48-54 -> 10-11 s; 209 on 1,000 values, bimodal (45) 22-27 ->
+# 2.3-2.5 s, smooth (40) 11-12 -> 2.0-2.1 s; a zero-inflated count under the Laplace window of 83 on 5,000
+# values (27) 7-10 -> 5-6 s.  Where they stay with _IPM_DIRECT: zero-inflated counts under the Laplace
+# window of 275 on 2,000 values (13), 1.0 s against 5.8-7.0 s with the longer limit, and under the Gaussian
+# window of 349 on 1,000 values (5.7), 0.7-1.0 against 3.7-4.1 s; neutral either way: the Laplace window of
+# 137 on 1,000 values (16), a spike under the Gaussian window of 695 (15), a zero-inflated count under 209
+# on 2,000 values (5.5).  (The support above 1e-4 of the largest mass did not separate them: 42-124 values.)
+_IPM_SPREAD = 18.0
 # The batched EM's time per evaluation and column (reference machine, one BLAS / FFT thread; _refit_em's
 # SQUAREM cycle, 16 columns, 200 evaluations): by FFT products about _EM_FFT_SECONDS x L log2 L for the
 # FFT length L (measured 108-121 us on 1,000 values under Laplace windows of 83 and 137, 185 us on 2,000
@@ -412,6 +425,13 @@ def _em_eval_seconds(model) -> float:
         return _EM_FFT_SECONDS * L * math.log2(L)
     entries = model.k * model.m if model.dense else model.nnz
     return 4.0 * entries / _REF_RATE + 2e-5
+
+
+def _atoms(p) -> float:
+    """The effective number of atoms of ``p``: the exponential of its entropy (nats)."""
+    q = np.asarray(p, dtype=float)
+    q = q[q > 0] / q.sum()
+    return float(np.exp(-(q * np.log(q)).sum()))
 
 
 def _ipm_limit(model, least: float, evals: int) -> float:

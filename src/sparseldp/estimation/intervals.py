@@ -202,7 +202,9 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
       on many values and EM converges on the sets (``_mle_refits._active_batch``), and for the
       others the primal-dual interior-point MLE (``_ipm._ipm``, from the uniform start) where it
       certifies the first two within 0.1 s each (modelled: iterations times a cost per iteration,
-      not a clock, so a seed gives the same replicates under any load), else the active-set Newton
+      not a clock, so a seed gives the same replicates under any load; where ``p_hat`` spreads over
+      at least 18 effective atoms, within twice the batched EM's modelled budget: B = 20 on 2,000
+      values under the Gaussian window of 349, 8-10 s against 52-63 s), else the active-set Newton
       (``mle._active_newton``) one replicate at a time.  On larger channels where ``p_hat`` is
       not sparse, the interior point refits every replicate where it certifies the first two
       within 0.25 s each, or twice the batched EM's modelled time for its whole budget where that is

@@ -199,7 +199,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         # a sparse MLE on a large channel: batched EM on each replicate's active set, then the interior-point
         # MLE where it is fast, else Newton on each replicate's active set, from p_hat itself (the set grows
         # where the replicate needs values p_hat has not); EM from the mixed start for what is left
-        P, conv, gaps = _active_refits(model, CT, float(n), p_hat, tol)
+        P, conv, gaps = _active_refits(model, CT, float(n), p_hat, tol, max_iter)
         _ipm_finish(model, CT, float(n), P, conv, gaps, tol)
         left = np.flatnonzero(~conv)
         if left.size:
