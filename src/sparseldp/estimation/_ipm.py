@@ -87,6 +87,12 @@ def _ipm_seconds(k: int, m: int, dense: bool, width: int = 0) -> float:
     return _ipm_flops(k, m, dense, width) / _REF_RATE + band + _REF_FIXED
 
 
+def _model_seconds(model, m: int) -> float:
+    """:func:`_ipm_seconds` on a channel model (``estimation.model._Model``) with ``m`` observed outputs: a
+    dense Gram where the model factors one (``model.dense_gram``), else banded with the window's width."""
+    return _ipm_seconds(model.k, m, model.dense_gram(m), model.nnz // max(model.k, 1))
+
+
 def _ipm_affordable(k: int, m: int, dense: bool, width: int = 0) -> bool:
     """Whether one iteration costs at most :data:`_IPM_FLOPS` (:func:`_ipm_flops`)."""
     return _ipm_flops(k, m, dense, width) <= _IPM_FLOPS

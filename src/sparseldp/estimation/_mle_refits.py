@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.fft as sfft
 import scipy.sparse as sp
 
-from ._ipm import _IPM_STEPS, _REF_RATE, _ipm, _ipm_affordable, _ipm_seconds
+from ._ipm import _IPM_STEPS, _REF_RATE, _ipm, _ipm_affordable, _model_seconds
 from ._parallel import blocks_for, map_blocks, one_blas_thread
+from ._toeplitz import _fft_length
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
                   _ACTIVE_ROUNDS, _ACTIVE_SHARE, _ACTIVE_SLACK, _NEWTON_STEPS, _active_newton, _covering)
 from .solvers import _squarem
@@ -374,13 +374,13 @@ def _ipm_column(model, CT, n, j, tol, limit=math.inf):
     banded Gram by FFT where the channel has FFT products).  Returns ``(p on all k values, converged,
     gap, cost)``, ``gap`` the certificate of ``p`` itself (no last EM step: the certificate of a point one
     step beyond can be larger, although its log-likelihood gap is not), ``cost`` its iterations' modelled
-    time (``_ipm._ipm_seconds``).  Gives up after the iterations whose modelled time fits in ``limit``
+    time (``_ipm._model_seconds``).  Gives up after the iterations whose modelled time fits in ``limit``
     (seconds on the reference machine; a count of iterations, not a clock, so a seed gives the same
     refits whatever the load)."""
     nz = np.flatnonzero(CT[:, j] > 0)
     A, AT = model.columns(nz)
     band = model.gram_band(nz)
-    per = _ipm_seconds(model.k, nz.size, model.dense and band is None, model.nnz // max(model.k, 1))
+    per = _model_seconds(model, nz.size)
     steps = _IPM_STEPS if limit >= _IPM_STEPS * per else int(max(limit, 0.0) // per)
     p, done, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, max_steps=steps, step=False)
     return p, ok, gap, done * per
@@ -417,11 +417,11 @@ def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
 
 def _em_eval_seconds(model) -> float:
     """The batched EM's modelled time (seconds, reference machine) per evaluation and column on ``model``'s
-    outputs: :data:`_EM_FFT_SECONDS` ``L log2 L`` on a shifted-window channel (FFT products, length ``L`` the
-    next fast length of the outputs), else two products over the stored entries (``k m`` dense) at
+    outputs: :data:`_EM_FFT_SECONDS` ``L log2 L`` on a shifted-window channel (FFT products of length ``L``,
+    ``_toeplitz._fft_length`` for all outputs), else two products over the stored entries (``k m`` dense) at
     ``_ipm._REF_RATE`` flops per second and a fixed 20 us."""
     if model.log_window is not None:
-        L = sfft.next_fast_len(model.m, real=True)
+        L = _fft_length(model.k, model.log_window.size, np.arange(model.m))  # every output through the FFT
         return _EM_FFT_SECONDS * L * math.log2(L)
     entries = model.k * model.m if model.dense else model.nnz
     return 4.0 * entries / _REF_RATE + 2e-5

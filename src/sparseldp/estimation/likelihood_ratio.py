@@ -86,10 +86,10 @@ import numpy as np
 
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
-from ._ipm import _band_width, _ipm_seconds
+from ._ipm import _band_width, _model_seconds
 from ._lr_search import _Search
 from .mle import _certificate
-from .model import _band_pays, checked_counts, mechanism_of, model_for
+from .model import checked_counts, mechanism_of, model_for
 from .replicates import _check_level
 from .stats import _check_point, _check_q, _check_quantile_method, _check_range, _evaluate, _scalar
 
@@ -204,11 +204,22 @@ _STAT_WEIGHTS = {"mean": 1.0, "var": 3.0, "quantile": 4.0, "range": 1.5, "cdf": 
 _DEFAULT_WEIGHT = 1.0 + 3.0 + 3 * 4.0 + 1.5
 
 
+def _check_estimate(estimate) -> None:
+    if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "n")):
+        raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
+
+
+def _needs_counts(estimate, caller: str) -> None:
+    if getattr(estimate, "counts", None) is None:
+        raise ValueError(f"{caller} needs the estimate's report counts, and this estimate carries none "
+                         "(estimate_frequencies keeps them)")
+
+
 def modelled_seconds(estimate, mechanism=None, statistics=("mean", "var", "quantile", "quantile", "quantile",
                                                              "range")) -> float:
     """How long :func:`profile` and the likelihood-ratio intervals of ``statistics`` would take on ``estimate``'s
     report counts, modelled, without running a fit: seconds on the reference machine (2 cores, one BLAS
-    thread), one interior-point iteration's cost on the channel (``_ipm._ipm_seconds``) times the
+    thread), one interior-point iteration's cost on the channel (``_ipm._model_seconds``) times the
     iterations the searches took as measured (:data:`_DEFAULT_ITERATIONS`).  A count, not a clock: the same
     input gives the same number on any machine.  On the channels measured (300 values and more) it was 0.99-2.4
     times what they took; on smaller domains, where fixed costs dominate, up to 7 times.
@@ -221,16 +232,11 @@ def modelled_seconds(estimate, mechanism=None, statistics=("mean", "var", "quant
     for name in statistics:
         if name not in _STAT_WEIGHTS:
             raise ValueError(f"statistics must name {', '.join(map(repr, _STAT_WEIGHTS))}; got {name!r}")
-    if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "n")):
-        raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
-    if getattr(estimate, "counts", None) is None:
-        raise ValueError("modelled_seconds needs the estimate's report counts, and this estimate carries none "
-                         "(estimate_frequencies keeps them)")
+    _check_estimate(estimate)
+    _needs_counts(estimate, "modelled_seconds")
     mech = mechanism_of(estimate, mechanism, "profile")
     model = model_for(estimate, mech)
-    m = int(np.count_nonzero(checked_counts(estimate, model)))
-    banded = not model.dense or (model.log_window is not None and _band_pays(model.k, model.log_window.size, m))
-    per = _ipm_seconds(model.k, m, not banded, model.nnz // max(model.k, 1))
+    per = _model_seconds(model, int(np.count_nonzero(checked_counts(estimate, model))))
     weight = sum(_STAT_WEIGHTS[name] for name in statistics)
     iterations = _DEFAULT_ITERATIONS.get(getattr(mech, "family", None), _OTHER_ITERATIONS)
     return per * iterations * weight / _DEFAULT_WEIGHT
@@ -258,13 +264,10 @@ def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_0
     Profile
         Use as ``est.range(a, b, ci=prof)`` or ``prof.interval("cdf", x=60)``.
     """
-    if not all(hasattr(estimate, a) for a in ("p", "values", "domain", "n")):
-        raise TypeError(f"estimate must be a FrequencyEstimate; got {type(estimate).__name__}")
+    _check_estimate(estimate)
     tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", minimum=1)
-    if getattr(estimate, "counts", None) is None:
-        raise ValueError("profile needs the estimate's report counts, and this estimate carries none "
-                         "(estimate_frequencies keeps them)")
+    _needs_counts(estimate, "profile")
     model = model_for(estimate, mechanism_of(estimate, mechanism, "profile"))
     counts = checked_counts(estimate, model)
     n = int(estimate.n)

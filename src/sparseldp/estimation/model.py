@@ -169,12 +169,18 @@ class _Model:
         or factor dense matrices).  On a dense channel only where the banded Cholesky pays
         (:func:`_band_pays`).  ``fast``: the caller's ``fast_columns(idx)``, whose FFT state gives the band
         where they are FFT products (the window's transform and end columns are not built twice)."""
-        if self.dense and (self.log_window is None or not _band_pays(self.k, self.log_window.size, len(idx))):
+        if self.dense_gram(len(idx)):
             return None
         conv = None if fast is None else getattr(fast[0], "_c", None)
         if conv is not None:
             return conv.gram_band
         return gram_band_of(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S)
+
+    def dense_gram(self, m: int) -> bool:
+        """Whether the interior point and Newton factor a dense Gram on ``m`` observed outputs: a dense
+        channel whose banded Cholesky does not pay (:func:`_band_pays`; a window channel's band is by
+        FFT, :meth:`gram_band`).  Sparse channels are always banded."""
+        return self.dense and (self.log_window is None or not _band_pays(self.k, self.log_window.size, m))
 
     def unscaled(self):
         """``Q`` itself (k x m), probabilities that may underflow to 0."""
