@@ -316,6 +316,11 @@ def test_modelled_seconds_bad_input(fitted):
     with pytest.raises(ValueError,
                        match=r"statistics must name 'mean', 'var', 'quantile', 'range', 'cdf'; got 'median'"):
         modelled_seconds(est, MECH, ["mean", "median"])
+    for bad in (3, None, {"mean": 1}, [1], ["mean", None]):
+        with pytest.raises(TypeError, match=r"statistics must be a name or a list of names of 'mean', .*; got "):
+            modelled_seconds(est, MECH, bad)
+    with pytest.raises(ValueError, match="statistics must name at least one of 'mean'.*; got an empty list"):
+        modelled_seconds(est, MECH, [])
     with pytest.raises(TypeError, match="estimate must be a FrequencyEstimate"):
         modelled_seconds(np.ones(3) / 3, MECH)
     with pytest.raises(ValueError, match="report counts"):

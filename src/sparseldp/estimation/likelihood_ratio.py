@@ -227,11 +227,16 @@ def modelled_seconds(estimate, mechanism=None, statistics=("mean", "var", "quant
     ``statistics``: one name per interval, each of ``"mean"``, ``"var"``, ``"quantile"``, ``"range"``,
     ``"cdf"`` (default: ``sparseldp estimate``'s mean, variance, three quantiles and a range query).  ``sparseldp
     estimate`` prints the intervals unasked where this is at most 10 s."""
+    allowed = ", ".join(map(repr, _STAT_WEIGHTS))
     if isinstance(statistics, str):
         statistics = (statistics,)
+    if not isinstance(statistics, (list, tuple)) or not all(isinstance(name, str) for name in statistics):
+        raise TypeError(f"statistics must be a name or a list of names of {allowed}; got {statistics!r}")
+    if not statistics:
+        raise ValueError(f"statistics must name at least one of {allowed}; got an empty list")
     for name in statistics:
         if name not in _STAT_WEIGHTS:
-            raise ValueError(f"statistics must name {', '.join(map(repr, _STAT_WEIGHTS))}; got {name!r}")
+            raise ValueError(f"statistics must name {allowed}; got {name!r}")
     _check_estimate(estimate)
     _needs_counts(estimate, "modelled_seconds")
     mech = mechanism_of(estimate, mechanism, "profile")
