@@ -213,20 +213,52 @@ def test_points_on_the_sets_boundary_lie_inside_every_interval(fitted, seed, lo,
         assert a - 1e-9 <= t <= z + 1e-9, (stat, kw, t, (a, z))
 
 
-@given(k=st.integers(1, 300), cut=st.integers(0, 310), start=st.integers(0, 299))
-def test_galloping_search_finds_the_first_true(k, cut, start):
-    from sparseldp.estimation._lr_search import _first_true
+@given(k=st.integers(1, 300), cut=st.integers(0, 310), start=st.integers(0, 299), strict=st.booleans(),
+       shape=st.sampled_from(["random", "linear", "convex", "step"]), seed=st.integers(0, 2**32 - 1))
+def test_secant_search_finds_the_first_value_reaching_the_level(k, cut, start, strict, shape, seed):
+    # whatever the values say beyond their side of the level (random, smooth, a step), the search returns
+    # the first index that reaches it, in a number of calls logarithmic in its distance from the start
+    from sparseldp.estimation._lr_search import _first_reaching
+
+    gen = np.random.default_rng(seed)
+    level = 0.5
+    noise = gen.random(400)
+    calls = []
+
+    def value(i):
+        assert 0 <= i < k
+        calls.append(i)
+        if shape == "random":
+            size = noise[i]
+        elif shape == "linear":
+            size = 0.01 * abs(i - cut + 0.5)
+        elif shape == "convex":
+            size = 1e-4 * (i - cut + 0.5) ** 2
+        else:
+            size = 0.3
+        above = i >= cut
+        return level + size if above else level - size - 1e-12  # "reaches" both ways (strict or not)
+
+    s = min(start, k - 1)
+    got = _first_reaching(value, level, s, k, strict=strict)
+    want = min(cut, k - 1)
+    assert got == want
+    assert len(calls) <= 4 * (abs(want - s) + 1).bit_length() + 10
+
+
+def test_secant_search_takes_fewer_calls_on_smooth_values():
+    # CDF-like bounds that change smoothly: the secant steps land near the crossing (6 calls; galloping by
+    # doubling and bisection, before 2026-11-30's fourteenth session, took 10 here)
+    from sparseldp.estimation._lr_search import _first_reaching
 
     calls = []
 
-    def pred(i):
-        assert 0 <= i < k
+    def value(i):
         calls.append(i)
-        return i >= cut
+        return 0.1 + 0.004 * (i - 180) + 2e-5 * (i - 180) ** 2
 
-    got = _first_true(pred, min(start, k - 1), k)
-    assert got == min(cut, k - 1)
-    assert len(calls) <= 2 * (abs(min(cut, k - 1) - min(start, k - 1)) + 1).bit_length() + 2
+    assert _first_reaching(value, 0.1, 198, 1000) == 180
+    assert len(calls) <= 7, calls
 
 
 def test_a_wide_kernel_gives_a_wide_interval():

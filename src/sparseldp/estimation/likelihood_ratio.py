@@ -141,7 +141,7 @@ class Profile(ReadOnlyArrays):
         ----------
         stat : {"mean", "var", "quantile", "cdf", "range", "p"}
             With keywords as in :meth:`Bootstrap.interval` (``q=`` and ``method=``, ``x=``, ``a=, b=``).
-            Quantiles invert the CDF's interval (ends found by bisection on the CDF bounds, which are
+            Quantiles invert the CDF's interval (ends found by a safeguarded secant search on the CDF bounds, which are
             monotone); ``"p"`` gives every frequency's (``2 k`` ends); ``"var"`` is bounded through the
             linear statistics ``E_p (X - c)^2`` (module docstring), also an outer bound.
         level : float in (0, 1)
