@@ -43,13 +43,16 @@ class _Search:
 
     ``A``/``AT``: the column-scaled channel (dense or sparse); ``band``: its FFT banded Gram, or ``None``;
     ``width``: its Gram's superdiagonals (0 when dense); ``mle``: the MLE (``loglik``, its log-likelihood on
-    these columns); ``tol``/``max_iter``: each tilted fit's certified gap and EM cap."""
+    these columns); ``tol``/``max_iter``: each tilted fit's certified gap and EM cap; ``low_rank``: ``A``'s
+    low-rank factor (``_ipm._low_rank_of``) or ``None``."""
 
-    def __init__(self, A, AT, c, n: int, values, mle, dense: bool, tol: float, max_iter: int, width: int, band):
+    def __init__(self, A, AT, c, n: int, values, mle, dense: bool, tol: float, max_iter: int, width: int, band,
+                 low_rank=None):
         self._A, self._AT, self._c, self.n = A, AT, c, n
         self.values, self.mle = values, mle
         self.loglik = self._loglik(mle)
         self._dense, self._tol, self._max_iter, self._width, self._band = dense, tol, max_iter, width, band
+        self._low_rank = low_rank
         # an interval's two ends are independent: side by side on large sparse channels (the banded Cholesky and
         # the products release the GIL; on small or dense ones threads only contend, as in _path)
         self._threads = 2 if side_by_side(dense, mle.size) else 1
@@ -89,8 +92,11 @@ class _Search:
         n = float(self.n)
         c = self._c
         pp = None
-        if _ipm_affordable(s.size, B.shape[1], self._dense, self._width):
-            band = None if self._band is None else _row_scaled_band(self._band, 1.0 / w)
+        low_rank = self._low_rank
+        if low_rank is not None:  # the row-scaled channel's factor: L's rows scaled as A's
+            low_rank = (low_rank[0] / w[:, None],) + tuple(low_rank[1:])
+        if low_rank is not None or _ipm_affordable(s.size, B.shape[1], self._dense, self._width):
+            band = None if self._band is None or low_rank is not None else _row_scaled_band(self._band, 1.0 / w)
             warm = starts.get("warm", True) and starts.get("cold") is not None
             conv = False
             if warm:
@@ -98,11 +104,11 @@ class _Search:
                 gap0 = _certificate(B, c, BT @ s, n)
                 cap = max(1, math.ceil(_WARM_CAP * starts["cold"]))
                 pp, _, conv, gap = _ipm(B, BT, c, n, self._tol, self._dense, band, max_steps=cap, p0=s,
-                                        gap0=max(gap0, self._tol))
+                                        gap0=max(gap0, self._tol), low_rank=low_rank)
                 if not conv:  # slower than from the uniform start (or a factorization failed): cold from here on
                     starts["warm"] = False
             if not conv:  # from the uniform start
-                pu, steps, conv_u, gap_u = _ipm(B, BT, c, n, self._tol, self._dense, band)
+                pu, steps, conv_u, gap_u = _ipm(B, BT, c, n, self._tol, self._dense, band, low_rank=low_rank)
                 if conv_u and starts.get("cold") is None:
                     starts["cold"] = steps
                 if not warm or conv_u or gap_u < gap:

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._ipm import _IPM_STEPS, _REF_RATE, _ipm, _ipm_affordable, _model_seconds
+from ._ipm import _IPM_STEPS, _REF_RATE, _affordable, _ipm, _low_rank_of, _model_seconds
 from ._parallel import blocks_for, map_blocks, one_blas_thread
 from ._toeplitz import _fft_length
 from .mle import (_ACTIVE_ADD, _ACTIVE_DENSE, _ACTIVE_DROP, _ACTIVE_EM_FINISH, _ACTIVE_NEW, _ACTIVE_REL,
@@ -364,9 +364,9 @@ _EM_FFT_SECONDS = 8.6e-9
 
 
 def _ipm_fits(model) -> bool:
-    """Whether an interior-point iteration on ``model`` is affordable (``_ipm._ipm_affordable``, the
-    window's width from the stored entries)."""
-    return _ipm_affordable(model.k, model.m, model.dense, model.nnz // max(model.k, 1))
+    """Whether an interior-point iteration on ``model`` is affordable (``_ipm._affordable``: through the
+    low-rank factor, or the Cholesky with the window's width from the stored entries)."""
+    return _affordable(model, model.m)
 
 
 def _ipm_column(model, CT, n, j, tol, limit=math.inf):
@@ -382,7 +382,8 @@ def _ipm_column(model, CT, n, j, tol, limit=math.inf):
     band = model.gram_band(nz)
     per = _model_seconds(model, nz.size)
     steps = _IPM_STEPS if limit >= _IPM_STEPS * per else int(max(limit, 0.0) // per)
-    p, done, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, max_steps=steps, step=False)
+    p, done, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, max_steps=steps, step=False,
+                            low_rank=_low_rank_of(model, nz))
     return p, ok, gap, done * per
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_bool, check_int, check_positive
+from ._ipm import _low_rank_of
 from ._parallel import small_blas
 from .auto import _fit_auto
 from .model import _Model, _model, check_exact_domain, keep_model
@@ -194,8 +195,9 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
         fast = None if FA is A else (FA, FAT)
         # rows that reach no observed report get zero mass under the MLE (g = 0 there)
         band = model.gram_band(obs, (FA, FAT))
+        low_rank = _low_rank_of(model, obs)  # wide smooth kernels: the interior point's systems by Woodbury
         p, evals, newton_steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter, model.dense, fast,
-                                                         band=band)
+                                                         band=band, low_rank=low_rank)
         p = np.maximum(p, 0.0)
         p /= p.sum()
         if fast is not None:
@@ -205,7 +207,7 @@ def _fit(model: _Model, c_all: np.ndarray, method: str, tol: float, max_iter: in
             if not converged and evals < max_iter:
                 start = (1.0 - 1e-9) * p + 1e-9 / model.k  # EM keeps exact zeros (p sums to 1: so does start)
                 p, more, steps, converged, em_gap = _mle(A, AT, c, n_f, model.k, tol, max_iter - evals, model.dense,
-                                                         p0=start, band=band)
+                                                         p0=start, band=band, low_rank=low_rank)
                 evals, newton_steps = evals + more, newton_steps + steps
                 p = np.maximum(p, 0.0)
                 p /= p.sum()

@@ -86,7 +86,7 @@ import numpy as np
 
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
-from ._ipm import _band_width, _model_seconds
+from ._ipm import _band_width, _low_rank_of, _model_seconds
 from ._lr_search import _Search
 from .mle import _certificate
 from .model import checked_counts, mechanism_of, model_for
@@ -291,6 +291,6 @@ def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_0
             p = np.asarray(_fit(model, counts, "em", tol, max_iter).p, dtype=float)
     values = np.asarray(estimate.values)
     search = _Search(A, AT, c, n, values, p, bool(model.dense), tol, max_iter, 0 if model.dense else _band_width(A),
-                     band)
+                     band, _low_rank_of(model, obs))
     return Profile(p=np.asarray(estimate.p, dtype=float), values=values, mle=p, loglik=search.loglik,
                    gap=_certificate(A, c, AT @ p, n), n=n, _search=search)

@@ -305,7 +305,7 @@ def _band_of(FA):
     return getattr(getattr(FA, "_c", None), "gram_band", None)
 
 
-def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None):
+def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None, low_rank=None):
     """Maximum likelihood: SQUAREM EM, finished by the interior point or Newton.
 
     A first EM run of :data:`_EM_FIRST` evaluations certifies the easy cases.  Where
@@ -340,7 +340,8 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None):
     (default uniform).  ``band``: the Gram's banded form for the interior point and Newton
     (``model.gram_band``: by FFT on window channels, dense ones too where the banded Cholesky pays);
     default: on a sparse channel the FFT products' own where ``fast`` has one, else ``_ipm`` and
-    ``_newton`` build it from sparse products.
+    ``_newton`` build it from sparse products.  ``low_rank``: the channel's low-rank factor for the interior
+    point (``_ipm._low_rank_of``: wide smooth kernels), which makes its iterations affordable and cheap.
     """
     FA, FAT = (A, AT) if fast is None else fast
     if band is None and not dense:
@@ -362,7 +363,7 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None):
         finishers = []
         if width is None:
             width = 0 if dense else _band_width(A)
-        if not tried_ipm and _ipm_affordable(k, A.shape[1], dense, width):
+        if not tried_ipm and (low_rank is not None or _ipm_affordable(k, A.shape[1], dense, width)):
             finishers.append("ipm")
         if not tried_active and _active_sparse(p):
             first = _ipm_flops(k, A.shape[1], dense, width) > _IPM_AFTER_ACTIVE
@@ -371,7 +372,8 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None):
         for finisher in finishers:
             if finisher == "ipm":
                 tried_ipm = True
-                p_f, s_f, conv_f, gap_f = _ipm(A, AT, c, n, tol, dense, band, step=step, p0=p_em, gap0=gap_em)
+                p_f, s_f, conv_f, gap_f = _ipm(A, AT, c, n, tol, dense, band, step=step, p0=p_em, gap0=gap_em,
+                                                low_rank=low_rank)
             else:
                 tried_active = True
                 p_f, s_f, conv_f, gap_f = _active_newton(A, AT, c, n, p_em, tol, _NEWTON_STEPS, dense, step)

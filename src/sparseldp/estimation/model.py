@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..channel import SparseChannel, check_domain
 from ..channel.validation import check_entries
 from ..core.mechanisms import RadiusMechanism
-from . import _toeplitz
+from . import _lowrank, _toeplitz
 from ._toeplitz import fft_pair, gram_band_of, window_of
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
@@ -181,6 +181,49 @@ class _Model:
         channel whose banded Cholesky does not pay (:func:`_band_pays`; a window channel's band is by
         FFT, :meth:`gram_band`).  Sparse channels are always banded."""
         return self.dense and (self.log_window is None or not _band_pays(self.k, self.log_window.size, m))
+
+    def window_scales(self):
+        """``(w_rel, f)`` for a channel whose rows are one window shifted over contiguous outputs: the window
+        scaled to a largest entry of 1 and the column scales, ``S = T diag(f)`` with ``T[x, x + d] =
+        w_rel[d]`` (``f`` is ``inf`` on columns far below the window's peak); ``None`` for other channels."""
+        lw = self.log_window
+        if lw is None or not self._contiguous or self.m != self.k + lw.size - 1:
+            return None
+        top = float(lw.max())
+        with np.errstate(over="ignore"):
+            return np.exp(lw - top), np.exp(top - self.log_cs)
+
+    def rank_estimate(self):
+        """The window section's numerical rank by Szegő's count (:func:`_lowrank.rank_estimate`), ``None`` for
+        a channel that is not a window (:meth:`window_scales`).  Computed once per model."""
+        if "_rank" not in self.__dict__:
+            scales = self.window_scales()
+            self._rank = None if scales is None else _lowrank.rank_estimate(scales[0], self.k)
+        return self._rank
+
+    def low_rank(self, max_rank: int):
+        """``(L, V)`` with the window section ``T = L V^T`` (:meth:`window_scales`; ``V`` orthonormal,
+        ``m x r``) up to :data:`_lowrank._RTOL` of its norm, by :func:`_lowrank.factor`; ``None`` for a
+        channel that is not a window or whose rank exceeds ``max_rank``.  Computed once per model."""
+        cached = self.__dict__.get("_low_rank")  # (the max_rank it was computed for, the factor or None)
+        if cached is not None:
+            bound, out = cached
+            if out is not None:
+                return out if out[0].shape[1] <= max_rank else None
+            if max_rank <= bound:
+                return None
+        scales = self.window_scales()
+        if scales is None:
+            return None
+        w_rel = scales[0]
+        k, s = self.k, w_rel.size
+        indices = (np.arange(k, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)[None, :]).ravel()
+        T = sp.csr_array((np.tile(w_rel, k), indices, np.arange(k + 1, dtype=np.int64) * s), shape=(k, self.m))
+        if self.dense:
+            T = T.toarray()
+        out = _lowrank.factor(T, _lowrank.rank_estimate(w_rel, k), max_rank)
+        self._low_rank = (max_rank, out)
+        return out
 
     def unscaled(self):
         """``Q`` itself (k x m), probabilities that may underflow to 0."""
