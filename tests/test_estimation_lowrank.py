@@ -135,14 +135,14 @@ def test_ipm_through_the_factor_is_the_ipm(label, H, k, shape):
 
 
 def test_low_rank_is_used_where_it_pays_only():
-    # wide Gaussian kernels on hundreds to thousands of values; not Laplace, not a small domain, and not
+    # wide Gaussian kernels on a hundred to thousands of values; not Laplace, not a small channel, and not
     # where the rank grows past the band (the Gaussian window of 349 on 3,000 values)
     def uses(fam, H, k):
         model = _model(sl.design(fam, eps=1, delta=1e-6, H=H).mechanism, (0, k - 1))
         return _ipm._uses_low_rank(model, model.m)
 
-    assert uses("gaussian", 5, 1000) and uses("gaussian", 10, 1000) and uses("gaussian", 10, 3000)
-    assert not uses("laplace", 10, 1000) and not uses("gaussian", 5, 100) and not uses("gaussian", 5, 3000)
+    assert uses("gaussian", 5, 100) and uses("gaussian", 5, 1000) and uses("gaussian", 10, 1000) and uses("gaussian", 10, 3000)
+    assert not uses("laplace", 10, 1000) and not uses("gaussian", 5, 20) and not uses("gaussian", 5, 3000)
     model = _model(SparseLaplace(lam=0.5, s=41), (0, 299))
     assert _ipm._low_rank_of(model, np.arange(model.m)) is None
 

@@ -43,13 +43,14 @@ _SEED = 20261130
 def rank_estimate(w_rel: np.ndarray, k: int, rtol: float = _RTOL) -> int:
     """The numerical rank of a ``k``-row Toeplitz section of the window ``w_rel`` (``w_rel.size`` entries)
     by Szegő's count: ``k`` times the share of the frequencies where the window's transform exceeds
-    ``rtol`` times its largest value, plus the window's length again for the ends' columns (whose
-    truncated windows are not Toeplitz) and the sketch's margin, at most ``k``."""
+    ``rtol`` times its largest value, plus the sketch's margin, at most ``k``.  Measured against the SVD
+    (``rtol`` 1e-11, Gaussian designs): 42 / 117 / 332 on 300 / 1,000 / 3,000 values under the window of
+    349 (estimated 49 / 124 / 339), 64 on 1,000 under 695 (70)."""
     s = int(w_rel.size)
     size = 1 << max(12, (8 * s - 1).bit_length())
     W = np.abs(np.fft.rfft(np.asarray(w_rel, dtype=float), size))
     share = np.count_nonzero(W > rtol * W.max()) / W.size
-    return int(min(k, math.ceil(share * (k + s)) + _OVERSAMPLE))
+    return int(min(k, math.ceil(share * k) + _OVERSAMPLE))
 
 
 def factor(S, rank_guess: int, max_rank: int, rtol: float = _RTOL):
