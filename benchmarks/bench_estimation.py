@@ -141,6 +141,7 @@ def run() -> list[dict]:
     rows += _mid_domain()
     rows += _gram_band_rows()
     rows += _lr_modelled_rows()
+    rows += _low_rank_rows()
     rows += _wide_kernel_few_reports()
     rows += _mid_sparse_refits()
     rows += _batched_mle_refits()
@@ -439,8 +440,9 @@ def _lr_modelled_rows() -> list[dict]:
     """``likelihood_ratio.modelled_seconds`` (what ``sparseldp estimate``'s ``--profile`` default reads: on
     where it is at most 10 s) against the time the LR intervals of the CLI's default statistics (mean,
     variance, three quantiles, a range query) take, same run: 10^5 reports of a bimodal truth (sampled,
-    seeded) under the Laplace designs of (1, 1e-6, 5) on 1,000 values and of (1, 1e-6, 3) on 3,000, and the
-    Gaussian one of (1, 1e-6, 5) on 300.  ratio = measured / modelled (2026-11-30, the reference machine:
+    seeded) under the Laplace designs of (1, 1e-6, 5) on 1,000 values and of (1, 1e-6, 3) on 3,000, the
+    Gaussian one of (1, 1e-6, 5) on 300 and 1,000 and that of (1, 1e-6, 10) on 2,000 (the last three through
+    the channel's low-rank factor, ``_ipm._low_rank_of``).  ratio = measured / modelled (2026-11-30, the reference machine:
     0.6-0.9 quiet, 0.97-1.0 with the test suite on the other core; above 1 the model is optimistic for the
     machine it runs on).  One run each."""
     import sparseldp as sl
@@ -449,7 +451,8 @@ def _lr_modelled_rows() -> list[dict]:
     from sparseldp.sampling import sample
 
     rows = []
-    for fam, H, k in (("laplace", 5, 1000), ("laplace", 3, 3000), ("gaussian", 5, 300)):
+    for fam, H, k in (("laplace", 5, 1000), ("laplace", 3, 3000), ("gaussian", 5, 300), ("gaussian", 5, 1000),
+                      ("gaussian", 10, 2000)):
         mech = sl.design(fam, eps=1, delta=1e-6, H=H).mechanism
         gen = np.random.default_rng(1)
         v = np.arange(k)
@@ -468,6 +471,45 @@ def _lr_modelled_rows() -> list[dict]:
         rows.append({"name": f"LR default statistics, {fam} window {mech.s}, {k:,} values: measured vs modelled",
                      "median_s": took, "ratio": took / modelled,
                      "note": f"modelled {modelled:.1f} s (the CLI prints them unasked at <= 10 s modelled)"})
+    return rows
+
+
+def _low_rank_rows() -> list[dict]:
+    """The interior point's Newton systems through the channel's low-rank factor (``_ipm._low_rank_of``,
+    Woodbury) against the Gram's Cholesky, same run, the MLE from the uniform start on 10^6 reports of a
+    bimodal truth (counts drawn directly, seeded): the Gaussian designs of (1, 1e-6, 5) on 1,000 values and of
+    (1, 1e-6, 10) on 1,000 and 3,000.  median_s: one run through the factor (median of 3); ratio: the
+    Cholesky's time over it.  The factor itself (once per model) is in the note."""
+    import sparseldp as sl
+    from sparseldp.estimation import _ipm, _model
+
+    rows = []
+    for H, k in ((5, 1000), (10, 1000), (10, 3000)):
+        mech = sl.design("gaussian", eps=1, delta=1e-6, H=H).mechanism
+        model = _model(mech, (0, k - 1))
+        v = np.arange(k)
+        p = 0.6 * np.exp(-0.5 * ((v - 0.25 * k) / (0.06 * k)) ** 2) / 0.06 \
+            + 0.4 * np.exp(-0.5 * ((v - 0.7 * k) / (0.08 * k)) ** 2) / 0.08
+        rc = _direct_counts(model, p / p.sum(), 10**6, seed=H + k)
+        c_all = rc.counts.astype(float)  # on the model's outputs (drawn there)
+        obs = np.flatnonzero(c_all > 0)
+        A, AT = model.columns(obs)
+        band = model.gram_band(obs)
+        t0 = time.perf_counter()
+        low = _ipm._low_rank_of(model, obs)
+        t_factor = time.perf_counter() - t0
+        if low is None:
+            continue
+        runs = {}
+        for label, kw in (("factor", {"low_rank": low}), ("cholesky", {})):
+            out = []
+            runs[label] = median_time(lambda: out.append(_ipm._ipm(A, AT, c_all[obs], 10**6, 0.01, model.dense, band, **kw)),
+                                      repeat=3, warmup=0)
+            runs[label + " steps"] = out[-1][1]
+        rows.append({"name": f"IPM MLE through the low-rank factor vs Cholesky: Gaussian window {mech.s}, {k:,} values",
+                     "median_s": runs["factor"], "ratio": runs["cholesky"] / runs["factor"],
+                     "note": f"rank {low[0].shape[1]}, factor {t_factor:.2f} s once; {runs['factor steps']} vs "
+                             f"{runs['cholesky steps']} iterations; Cholesky {runs['cholesky']:.2f} s"})
     return rows
 
 

@@ -162,7 +162,7 @@ def estimate_command(
                                        "variance, quantiles and range: the values the reports alone do not rule "
                                        "out, no smoothness assumed.  Default: on where they are modelled to take at "
                                        f"most {_AUTO_PROFILE_SECONDS:g} s (up to about 2,000 values under a Laplace "
-                                       "window of 137, 400 under a Gaussian window of 349), off above "
+                                       "window of 137, 1,100 under a Gaussian window of 349), off above "
                                        "(seconds to minutes per quantile).", show_default=False)] = None,
     profile_values: Annotated[bool, typer.Option(
         "--profile-values", help="Also each value's likelihood-ratio interval (implies --profile): columns "

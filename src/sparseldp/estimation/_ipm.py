@@ -102,7 +102,7 @@ def _model_seconds(model, m: int) -> float:
     estimated rank), else :func:`_ipm_seconds` with a dense Gram where the model factors one
     (``model.dense_gram``) and banded with the window's width otherwise."""
     if _uses_low_rank(model, m):
-        return _low_rank_seconds(model.k, m, model.rank_estimate())
+        return _low_rank_seconds(model.k, m, model.rank_estimate(), _entries(model, m))
     return _cholesky_seconds(model, m)
 
 
@@ -120,10 +120,9 @@ _F_MAX = 1e3
 
 
 def _low_rank_flops(k: int, m: int, r: int) -> float:
-    """One iteration through a factor of rank ``r``: the ``r x r`` Gram of the outputs (``m r^2``), of the
-    values (``k r^2``), the capacitance's products and Cholesky (``3 r^3``) and the gradient's two products
-    with the channel (``4 k m``)."""
-    return float((k + m) * r * r + 3 * r ** 3 + 4 * k * m)
+    """One iteration's flops through a factor of rank ``r``: the ``r x r`` Gram of the outputs (``m r^2``),
+    of the values (``k r^2``), the capacitance's products and Cholesky (``3 r^3``)."""
+    return float((k + m) * r * r + 3 * r ** 3)
 
 
 def _cholesky_seconds(model, m: int) -> float:
@@ -132,16 +131,27 @@ def _cholesky_seconds(model, m: int) -> float:
     return _ipm_seconds(model.k, m, model.dense_gram(m), model.nnz // max(model.k, 1))
 
 
-# One iteration through the factor on the reference machine: its flops at this rate plus a fixed cost (fitted on
-# the Gaussian designs of (1, 1e-6, 5) and (1, 1e-6, 10), 300-3,000 values, 10^6 reports of a bimodal truth, one
-# BLAS thread: 0.43-17.2 ms measured, 0.48-15.3 modelled; the Cholesky's on the same, 2.0-75 ms).
+# One iteration through the factor on the reference machine: its flops at _REF_RATE_LOW, the gradient's two
+# products with the channel at _REF_ENTRY seconds per stored entry (memory-bound) and a fixed cost.  Fitted on
+# the Gaussian designs of (1, 1e-6, 5) and (1, 1e-6, 10), 100-3,000 values, one BLAS thread, the MLE from the
+# uniform start (10^6 reports) and the likelihood-ratio searches (10^5): 0.41-17.2 ms measured, 0.46-18.3
+# modelled, within 25 %; the Cholesky's on the same channels 2.0-75 ms.
 _REF_RATE_LOW = 1.5e10
+_REF_ENTRY = 6e-10
 _REF_FIXED_LOW = 4e-4
 
 
-def _low_rank_seconds(k: int, m: int, r: int) -> float:
-    """One iteration's modelled time through a factor of rank ``r`` (:func:`_low_rank_flops`)."""
-    return _low_rank_flops(k, m, r) / _REF_RATE_LOW + _REF_FIXED_LOW
+def _low_rank_seconds(k: int, m: int, r: int, entries: float | None = None) -> float:
+    """One iteration's modelled time through a factor of rank ``r`` (:func:`_low_rank_flops`) on a channel
+    with ``entries`` stored entries on its ``m`` observed outputs (default ``k m``, dense)."""
+    entries = float(k) * m if entries is None else float(entries)
+    return _low_rank_flops(k, m, r) / _REF_RATE_LOW + _REF_ENTRY * entries + _REF_FIXED_LOW
+
+
+def _entries(model, m: int) -> float:
+    """The stored entries of ``model.columns`` on ``m`` of its outputs: ``k m`` dense, else the channel's
+    entries in proportion."""
+    return float(model.k) * m if model.dense else float(model.nnz) * m / max(model.m, 1)
 
 
 def _uses_low_rank(model, m: int) -> bool:
@@ -152,7 +162,7 @@ def _uses_low_rank(model, m: int) -> bool:
     if r is None:
         return False
     return (_low_rank_flops(model.k, m, r) <= _IPM_FLOPS
-            and _low_rank_seconds(model.k, m, r) <= _LOW_RANK_SHARE * _cholesky_seconds(model, m))
+            and _low_rank_seconds(model.k, m, r, _entries(model, m)) <= _LOW_RANK_SHARE * _cholesky_seconds(model, m))
 
 
 def _affordable(model, m: int) -> bool:
@@ -175,7 +185,7 @@ def _low_rank_of(model, obs):
     lo, hi = 1, k  # the largest rank whose iteration stays within the budget (it holds at the estimate)
     while lo < hi:
         mid_r = (lo + hi + 1) // 2
-        if _low_rank_seconds(k, m, mid_r) <= budget and _low_rank_flops(k, m, mid_r) <= _IPM_FLOPS:
+        if _low_rank_seconds(k, m, mid_r, _entries(model, m)) <= budget and _low_rank_flops(k, m, mid_r) <= _IPM_FLOPS:
             lo = mid_r
         else:
             hi = mid_r - 1

@@ -68,7 +68,11 @@ Cost: a tilted fit per ``beta``, two to twelve per end as measured (the first gu
 statistic's naive standard error, then the secant); 0.01-0.3 s per statistic on 100 values,
 0.2-0.9 s on 1,000 under the Laplace window of 137, about 10-20 s on 10^4 values under a window
 of 275 (the interior point's banded Cholesky, its Gram by FFT: ``model.gram_band``; the two ends
-run side by side there).  ``stat="p"`` asks for ``2 k`` ends (those whose lower end is the MLE's
+run side by side there).  Under Gaussian windows wide against the domain the interior point solves
+its systems through the channel's low-rank factor (``_ipm._low_rank_of``): the default statistics
+(mean, variance, three quantiles, a range) on 1,000 values took 7.1 s under the window of 349 and
+5.0 s under that of 695 (10^5-10^6 reports), against 36 s and 124 s by the Cholesky and the
+quantiles' former bisection.  ``stat="p"`` asks for ``2 k`` ends (those whose lower end is the MLE's
 zero are free), each search starting at its neighbour's tilt: 2-3 s on 100 values, 3 minutes
 on 1,000 under the window of 137.  :func:`modelled_seconds` predicts the cost of a set of statistics
 before any fit (a model of the iterations, not a clock; ``sparseldp estimate`` prints the intervals
@@ -197,7 +201,10 @@ class Profile(ReadOnlyArrays):
 # 83-275 on 100-10^4 values, 387-2,270 under Gaussian windows of 209 and 349 on 100-1,000 values (10^5 reports
 # of a bimodal truth, one BLAS thread, 2026-11-30; warm starts pay under Laplace kernels only:
 # _lr_search._Search._tilted).  Per statistic, in the same runs, the variance took about three times the mean,
-# a quantile four times, a range query about one and a half.
+# a quantile four times, a range query about one and a half.  With the quantiles' secant search
+# (_lr_search._first_reaching, later that day): 620-748 under the Laplace windows of 83 and 137 on 1,000-3,000
+# values, 1,513-2,428 under Gaussian windows of 209-695 on 100-3,000 (the constants were kept: at most 1.5
+# times what was measured, below 1 where the low-rank factor's fixed costs dominate).
 _DEFAULT_ITERATIONS = {"laplace": 1000.0}
 _OTHER_ITERATIONS = 2500.0
 _STAT_WEIGHTS = {"mean": 1.0, "var": 3.0, "quantile": 4.0, "range": 1.5, "cdf": 1.5}
@@ -221,8 +228,11 @@ def modelled_seconds(estimate, mechanism=None, statistics=("mean", "var", "quant
     report counts, modelled, without running a fit: seconds on the reference machine (2 cores, one BLAS
     thread), one interior-point iteration's cost on the channel (``_ipm._model_seconds``) times the
     iterations the searches took as measured (:data:`_DEFAULT_ITERATIONS`).  A count, not a clock: the same
-    input gives the same number on any machine.  On the channels measured (300 values and more) it was 0.99-2.4
-    times what they took; on smaller domains, where fixed costs dominate, up to 7 times.
+    input gives the same number on any machine.  On the channels of ``benchmarks/bench_estimation.py``'s row
+    (Laplace windows of 83 and 137 on 1,000-3,000 values, Gaussian windows of 349 and 695 on 300-2,000, the
+    latter through the low-rank factor) it was 0.95-1.5 times what they took; before the quantiles' secant
+    search and the factor (300 values and more) 0.99-2.4 times, and on smaller domains, where fixed costs
+    dominate, up to 7 times.
 
     ``statistics``: one name per interval, each of ``"mean"``, ``"var"``, ``"quantile"``, ``"range"``,
     ``"cdf"`` (default: ``sparseldp estimate``'s mean, variance, three quantiles and a range query).  ``sparseldp
