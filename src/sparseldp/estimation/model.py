@@ -9,6 +9,8 @@ impossible report).  See the :mod:`sparseldp.estimation` docstring, "Model".
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -36,6 +38,10 @@ def _sliding_max(a: np.ndarray, w: int) -> np.ndarray:
     suf = np.maximum.accumulate(b[:, ::-1], axis=1)[:, ::-1].ravel()
     j = np.arange(n - w + 1)
     return np.maximum(suf[j], pre[j + w - 1])
+
+
+# One low-rank factor per model (_Model.low_rank), also when the bootstrap's threads ask for it at once.
+_LOW_RANK_LOCK = threading.Lock()
 
 
 class _Model:
@@ -205,25 +211,26 @@ class _Model:
         """``(L, V)`` with the window section ``T = L V^T`` (:meth:`window_scales`; ``V`` orthonormal,
         ``m x r``) up to :data:`_lowrank._RTOL` of its norm, by :func:`_lowrank.factor`; ``None`` for a
         channel that is not a window or whose rank exceeds ``max_rank``.  Computed once per model."""
-        cached = self.__dict__.get("_low_rank")  # (the max_rank it was computed for, the factor or None)
-        if cached is not None:
-            bound, out = cached
-            if out is not None:
-                return out if out[0].shape[1] <= max_rank else None
-            if max_rank <= bound:
+        with _LOW_RANK_LOCK:  # computed once, whichever of the bootstrap's threads asks first
+            cached = self.__dict__.get("_low_rank")  # (the max_rank it was computed for, the factor or None)
+            if cached is not None:
+                bound, out = cached
+                if out is not None:
+                    return out if out[0].shape[1] <= max_rank else None
+                if max_rank <= bound:
+                    return None
+            scales = self.window_scales()
+            if scales is None:
                 return None
-        scales = self.window_scales()
-        if scales is None:
-            return None
-        w_rel = scales[0]
-        k, s = self.k, w_rel.size
-        indices = (np.arange(k, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)[None, :]).ravel()
-        T = sp.csr_array((np.tile(w_rel, k), indices, np.arange(k + 1, dtype=np.int64) * s), shape=(k, self.m))
-        if self.dense:
-            T = T.toarray()
-        out = _lowrank.factor(T, _lowrank.rank_estimate(w_rel, k), max_rank)
-        self._low_rank = (max_rank, out)
-        return out
+            w_rel = scales[0]
+            k, s = self.k, w_rel.size
+            indices = (np.arange(k, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)[None, :]).ravel()
+            T = sp.csr_array((np.tile(w_rel, k), indices, np.arange(k + 1, dtype=np.int64) * s), shape=(k, self.m))
+            if self.dense:
+                T = T.toarray()
+            out = _lowrank.factor(T, _lowrank.rank_estimate(w_rel, k), max_rank)
+            self._low_rank = (max_rank, out)
+            return out
 
     def unscaled(self):
         """``Q`` itself (k x m), probabilities that may underflow to 0."""
