@@ -12,6 +12,7 @@ import numpy as np
 
 from ._em_members import _STOP_CAP, _flow_times, _rest_outputs, _stop_steps, _stopped_cols, _with_flow
 from ._flow import _em_flow
+from ._ipm import _low_rank_of
 from ._parallel import concurrently, side_by_side
 from .mle import _mle
 from .model import _Model
@@ -115,7 +116,7 @@ def _mle_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):
         Aj, ATj = (EA[:, nz], EAT[nz]) if model.dense else (EA[:, nz].tocsr(), EAT[nz].tocsr())
         fast = model.fast_columns(obs[nz], (Aj, ATj))
         pj, e, _, _, _ = _mle(Aj, ATj, cj[nz], float(n_train[j]), model.k, _FOLD_TOL, max_iter, model.dense, fast,
-                              band=model.gram_band(obs[nz], fast))
+                              band=model.gram_band(obs[nz], fast), low_rank=_low_rank_of(model, obs[nz]))
         evals += e
         M[:, j] = np.maximum(pj, 0.0)
     return M, evals, EAT
