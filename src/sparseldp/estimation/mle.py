@@ -21,7 +21,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ._ipm import _band_width, _ipm, _ipm_affordable, _ipm_flops, _row_spans
+from ._ipm import _band_width, _ipm, _ipm_affordable, _ipm_flops, _low_rank_flops, _row_spans
 from ._newton import _Best, _newton
 from .solvers import _squarem
 
@@ -53,9 +53,9 @@ _ACTIVE_EM_FINISH = 2000
 # Sets of a sparse channel run dense while |S| x m' is at most this; sparse (product and LU) beyond.
 _ACTIVE_DENSE = 200_000
 # On a sparse iterate the active set runs before the interior point (_ipm) where one interior-point
-# iteration costs more than this (_ipm._ipm_flops): two atoms on 10^4 values under the Laplace window
-# 275 (7.6e8), active set 0.79 s against 1.7 s; a zero-inflated count on 1,000 values under the window
-# 59 (3.5e6), 0.54 s against 0.04 s.
+# iteration costs more than this (_ipm._ipm_flops, or _ipm._low_rank_flops through the channel's low-rank
+# factor): two atoms on 10^4 values under the Laplace window 275 (7.6e8), active set 0.79 s against 1.7 s;
+# a zero-inflated count on 1,000 values under the window 59 (3.5e6), 0.54 s against 0.04 s.
 _IPM_AFTER_ACTIVE = 1e8
 
 
@@ -366,7 +366,9 @@ def _mle(A, AT, c, n, k, tol, max_iter, dense, fast=None, p0=None, band=None, lo
         if not tried_ipm and (low_rank is not None or _ipm_affordable(k, A.shape[1], dense, width)):
             finishers.append("ipm")
         if not tried_active and _active_sparse(p):
-            first = _ipm_flops(k, A.shape[1], dense, width) > _IPM_AFTER_ACTIVE
+            ipm_flops = (_low_rank_flops(k, A.shape[1], low_rank[0].shape[1]) if low_rank is not None
+                         else _ipm_flops(k, A.shape[1], dense, width))
+            first = ipm_flops > _IPM_AFTER_ACTIVE
             finishers.insert(0 if first else len(finishers), "active")
         p_em, gap_em = p, gap
         for finisher in finishers:
