@@ -44,6 +44,22 @@ def test_factor_reproduces_the_window_section(sigma, k, reach, dense):
     assert int(np.count_nonzero(sv > 0.1 * _lowrank._RTOL * sv[0])) >= L.shape[1]
 
 
+@settings(max_examples=30, deadline=None)
+@given(k=st.integers(1, 200), s=st.integers(1, 60), cols=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_section_products_are_the_matrix_products(k, s, cols, seed):
+    # the FFT operator the model factors (T X, T^T Y, on vectors and columns) against the stored section
+    gen = np.random.default_rng(seed)
+    w = gen.random(s)
+    T = _section(w, k).toarray()
+    op = _lowrank.Section(w, k)
+    X, Y = gen.standard_normal((k + s - 1, cols)), gen.standard_normal((k, cols))
+    assert op.shape == T.shape and op.T.shape == T.T.shape
+    scale = np.abs(w).sum() * (1 + np.abs(X).max() + np.abs(Y).max())
+    assert np.abs(op @ X - T @ X).max() <= 1e-12 * scale
+    assert np.abs(op.T @ Y - T.T @ Y).max() <= 1e-12 * scale
+    assert np.abs(op @ X[:, 0] - T @ X[:, 0]).max() <= 1e-12 * scale
+
+
 def test_factor_declines_a_laplace_window_and_is_the_same_each_time():
     # a Laplace window has no low rank: above the cap, no factor; a Gaussian one gives the same factor twice
     # (a fixed seed: the factor is a function of the channel)

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.signal as ssig
 
 # Singular values below this share of the largest are dropped (the Newton systems' Gram then has a relative
 # error of about twice this, beside the factorizations' own roundoff).  At 1e-13, 1e-10 and 1e-8 the likelihood-
@@ -53,11 +54,37 @@ def rank_estimate(w_rel: np.ndarray, k: int, rtol: float = _RTOL) -> int:
     return int(min(k, math.ceil(share * k) + _OVERSAMPLE))
 
 
+class Section:
+    """The ``k x (k + s - 1)`` Toeplitz section ``T[x, x + d] = w[d]`` of a window ``w`` (``s`` entries) as an
+    operator for :func:`factor`: ``T @ X`` and ``T.T @ Y`` (on columns) by FFT convolution, ``O((k + s) log``
+    per column instead of the ``k s`` of the stored entries.  Measured (3,000 values, the Gaussian window of
+    695, 200 columns): 46 / 23 ms against 172 / 143 ms for the sparse products, equal to 3e-15 relative."""
+
+    def __init__(self, w: np.ndarray, k: int, transposed: bool = False):
+        self.w, self.k, self.transposed = np.asarray(w, dtype=float), int(k), transposed
+        m = self.k + self.w.size - 1
+        self.shape = (m, self.k) if transposed else (self.k, m)
+
+    @property
+    def T(self) -> "Section":
+        return Section(self.w, self.k, not self.transposed)
+
+    def __matmul__(self, X):
+        X = np.asarray(X, dtype=float)
+        one = X.ndim == 1
+        X2 = X[:, None] if one else X
+        if self.transposed:  # (T^T Y)[j] = sum_d w[d] Y[j - d]: the full convolution
+            out = ssig.fftconvolve(X2, self.w[:, None], mode="full", axes=0)
+        else:  # (T X)[x] = sum_d w[d] X[x + d]: the valid correlation
+            out = ssig.fftconvolve(X2, self.w[::-1, None], mode="valid", axes=0)
+        return out[:, 0] if one else out
+
+
 def factor(S, rank_guess: int, max_rank: int, rtol: float = _RTOL):
     """``(L, V)`` with ``S = L V^T`` up to ``rtol`` of ``||S||_2`` (``L = U diag(sigma)``, ``k x r``; ``V``,
     ``m x r``, orthonormal columns), or ``None`` where the rank exceeds ``max_rank``.
 
-    ``S``: dense or sparse ``k x m``.  The sketch starts with ``rank_guess`` columns (plus
+    ``S``: dense or sparse ``k x m``, or a :class:`Section`.  The sketch starts with ``rank_guess`` columns (plus
     :data:`_OVERSAMPLE`) and doubles until the singular values it finds fall below ``rtol`` with room to
     spare and a random probe ``S x`` is reproduced to ``100 rtol`` relative."""
     k, m = S.shape

@@ -223,12 +223,7 @@ class _Model:
             if scales is None:
                 return None
             w_rel = scales[0]
-            k, s = self.k, w_rel.size
-            indices = (np.arange(k, dtype=np.int64)[:, None] + np.arange(s, dtype=np.int64)[None, :]).ravel()
-            T = sp.csr_array((np.tile(w_rel, k), indices, np.arange(k + 1, dtype=np.int64) * s), shape=(k, self.m))
-            if self.dense:
-                T = T.toarray()
-            out = _lowrank.factor(T, _lowrank.rank_estimate(w_rel, k), max_rank)
+            out = _lowrank.factor(_lowrank.Section(w_rel, self.k), _lowrank.rank_estimate(w_rel, self.k), max_rank)
             self._low_rank = (max_rank, out)
             return out
 
