@@ -1,22 +1,23 @@
 r"""Low-rank factors of wide smooth channels, for the interior point's Newton systems.
 
 A channel whose kernel is smooth and wide against the domain is numerically of low rank: its
-column-scaled matrix ``S`` (``k x m``) is a Toeplitz section of the window ``w``, and by Szegő's
-theorem the singular values of such a section are distributed like the values ``|W(omega)|`` of the
-window's transform over the frequencies.  A Gaussian window of scale ``sigma`` has
-``|W(omega)| ~ exp(-sigma^2 omega^2 / 2)``, so only about ``k sqrt(2 log(1 / rtol)) / (pi sigma)``
-singular values exceed ``rtol`` times the largest: 109 of 1,000 at ``rtol = 1e-10`` under the
-Gaussian design of (1, 1e-6, 5) (``sigma`` 21.1, window 349), where the interior point's banded
-Cholesky works on a band of 349.  A Laplace window's transform decays like ``1 / omega^2`` and
+column-scaled matrix is ``S = T diag(f)`` (``k x m``), ``T`` a Toeplitz section of the window ``w``
+and ``f`` the columns' scales, and by Szegő's theorem the singular values of such a section are
+distributed like the values ``|W(omega)|`` of the window's transform over the frequencies.  A
+Gaussian window of scale ``sigma`` has ``|W(omega)| ~ exp(-sigma^2 omega^2 / 2)``, so only about
+``k sqrt(2 log(1 / rtol)) / (pi sigma)`` singular values exceed ``rtol`` times the largest: 117 of
+1,000 at ``rtol = 1e-11`` under the Gaussian design of (1, 1e-6, 5) (``sigma`` 21.1, window 349),
+where the interior point's banded Cholesky works on a band of 349.  A Laplace window's transform decays like ``1 / omega^2`` and
 such a channel has no useful low rank.
 
-:func:`factor` finds ``S = L V^T + E``, ``V`` with orthonormal columns and ``||E||_2`` about
-``rtol ||S||_2``, by randomized subspace iteration (Halko, Martinsson and Tropp, SIAM Review 53,
+:func:`factor` finds ``T = L V^T + E``, ``V`` with orthonormal columns and ``||E||_2`` about
+``rtol ||T||_2``, by randomized subspace iteration (Halko, Martinsson and Tropp, SIAM Review 53,
 2011, Algorithm 4.4) from a fixed seed (a numerical sketch, not a privacy mechanism: the same
 channel gives the same factor).  ``_ipm._ipm`` then solves its Newton systems
 ``(A diag(w) A^T + diag(d)) x = b`` by Woodbury's identity in ``O((k + m) r^2)`` instead of a
-Cholesky factorization of the ``k x k`` Gram: its iterates are those of the exact solver to the
-factor's ``rtol`` (the same iteration counts, intervals equal to 1e-7 relative on the case above),
+Cholesky factorization of the ``k x k`` Gram (the columns' scales ride in the weights): its iterates
+are those of the exact solver to the factor's ``rtol`` (the same iteration counts; likelihood-ratio
+intervals within 5e-7 relative of the Cholesky's at ``rtol = 1e-10`` on the case above),
 and its certificate uses the exact products, so nothing rests on the factor but speed.
 """
 
@@ -30,8 +31,9 @@ import scipy.signal as ssig
 
 # Singular values below this share of the largest are dropped (the Newton systems' Gram then has a relative
 # error of about twice this, beside the factorizations' own roundoff).  At 1e-13, 1e-10 and 1e-8 the likelihood-
-# ratio searches of the module docstring's case took 1,689 / 1,689 / 1,696 iterations, with the ends equal
-# to 1e-9 / 1e-7 / 1e-5 relative.
+# ratio searches of the module docstring's case (the mean, variance, three quantiles and a range query) took
+# 1,785 / 1,785 / 1,792 interior-point iterations, as the Cholesky's 1,785, with the ends within 2e-8 / 5e-7 /
+# 1e-4 relative of the Cholesky's.
 _RTOL = 1e-11
 # Columns of the sketch beyond the rank sought, and power iterations (one suffices for spectra that decay
 # this fast; each adds two products with S).
@@ -56,8 +58,8 @@ def rank_estimate(w_rel: np.ndarray, k: int, rtol: float = _RTOL) -> int:
 
 class Section:
     """The ``k x (k + s - 1)`` Toeplitz section ``T[x, x + d] = w[d]`` of a window ``w`` (``s`` entries) as an
-    operator for :func:`factor`: ``T @ X`` and ``T.T @ Y`` (on columns) by FFT convolution, ``O((k + s) log``
-    per column instead of the ``k s`` of the stored entries.  Measured (3,000 values, the Gaussian window of
+    operator for :func:`factor`: ``T @ X`` and ``T.T @ Y`` (on columns) by FFT convolution,
+    ``O((k + s) log(k + s))`` per column instead of the ``k s`` of the stored entries.  Measured (3,000 values, the Gaussian window of
     695, 200 columns): 46 / 23 ms against 172 / 143 ms for the sparse products, equal to 3e-15 relative."""
 
     def __init__(self, w: np.ndarray, k: int, transposed: bool = False):
@@ -81,7 +83,8 @@ class Section:
 
 
 def factor(S, rank_guess: int, max_rank: int, rtol: float = _RTOL):
-    """``(L, V)`` with ``S = L V^T`` up to ``rtol`` of ``||S||_2`` (``L = U diag(sigma)``, ``k x r``; ``V``,
+    """``(L, V)`` with ``S = L V^T`` up to ``rtol`` of ``||S||_2`` (``S``: the section ``T`` of the module
+    docstring, or any matrix) (``L = U diag(sigma)``, ``k x r``; ``V``,
     ``m x r``, orthonormal columns), or ``None`` where the rank exceeds ``max_rank``.
 
     ``S``: dense or sparse ``k x m``, or a :class:`Section`.  The sketch starts with ``rank_guess`` columns (plus
