@@ -218,7 +218,7 @@ def test_points_on_the_sets_boundary_lie_inside_every_interval(fitted, seed, lo,
 def test_secant_search_finds_the_first_value_reaching_the_level(k, cut, start, strict, shape, seed):
     # whatever the values say beyond their side of the level (random, smooth, a step), the search returns
     # the first index that reaches it, in a number of calls logarithmic in its distance from the start
-    from sparseldp.estimation._lr_search import _first_reaching
+    from sparseldp.estimation._roots import _first_reaching
 
     gen = np.random.default_rng(seed)
     level = 0.5
@@ -249,7 +249,7 @@ def test_secant_search_finds_the_first_value_reaching_the_level(k, cut, start, s
 def test_secant_search_takes_fewer_calls_on_smooth_values():
     # CDF-like bounds that change smoothly: the secant steps land near the crossing (6 calls; galloping by
     # doubling and bisection, before 2026-11-30's fourteenth session, took 10 here)
-    from sparseldp.estimation._lr_search import _first_reaching
+    from sparseldp.estimation._roots import _first_reaching
 
     calls = []
 

@@ -172,6 +172,7 @@ One module per concern; imports point down this list (none of them imports
   their cost predicted before any fit
 * ``_lr_search``: the ends of such intervals (the tilted MLEs, the search for the boundary, the variance
   through the linear ``E (X - c)^2``, every value's)
+* ``_roots``: the one-dimensional searches they run (the boundary's tilt, the quantiles' first value)
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
   quantiles' CDF inversion, the robust hull) from the replicate distributions
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood
@@ -187,6 +188,7 @@ One module per concern; imports point down this list (none of them imports
 * ``_ems``: EMS smoothing, its map and its fixed point (SQUAREM, then Anderson mixing);
 * ``_flow``: the EM flow (EM continued in continuous time) behind ``auto``'s members past the step cap;
 * :mod:`~sparseldp.estimation.model`: the channel restricted to the domain;
+* ``_lowrank``: the low-rank factor of a wide smooth window channel (the interior point's Newton systems);
 * :mod:`~sparseldp.estimation.counts`: :class:`ReportCounts`, reports to counts.
 """
 

@@ -154,15 +154,18 @@ def _entries(model, m: int) -> float:
     return float(model.k) * m if model.dense else float(model.nnz) * m / max(model.m, 1)
 
 
-def _uses_low_rank(model, m: int) -> bool:
-    """Whether the interior point on ``m`` observed outputs of ``model`` goes through the low-rank factor: a
-    window channel whose estimated rank (``model.rank_estimate``) makes an iteration at most
-    :data:`_LOW_RANK_SHARE` of the Cholesky's, and affordable (:data:`_IPM_FLOPS`)."""
-    r = model.rank_estimate()
-    if r is None:
-        return False
+def _low_rank_pays(model, m: int, r: int) -> bool:
+    """Whether an iteration on ``m`` observed outputs of ``model`` through a factor of rank ``r`` is affordable
+    (:data:`_IPM_FLOPS`) and modelled at most :data:`_LOW_RANK_SHARE` of the Cholesky's."""
     return (_low_rank_flops(model.k, m, r) <= _IPM_FLOPS
             and _low_rank_seconds(model.k, m, r, _entries(model, m)) <= _LOW_RANK_SHARE * _cholesky_seconds(model, m))
+
+
+def _uses_low_rank(model, m: int) -> bool:
+    """Whether the interior point on ``m`` observed outputs of ``model`` goes through the low-rank factor: a
+    window channel where the factor pays (:func:`_low_rank_pays`) at its estimated rank (``model.rank_estimate``)."""
+    r = model.rank_estimate()
+    return r is not None and _low_rank_pays(model, m, r)
 
 
 def _affordable(model, m: int) -> bool:
@@ -181,11 +184,10 @@ def _low_rank_of(model, obs):
     m = obs.size
     if not _uses_low_rank(model, m):
         return None
-    k, budget = model.k, _LOW_RANK_SHARE * _cholesky_seconds(model, m)
-    lo, hi = 1, k  # the largest rank whose iteration stays within the budget (it holds at the estimate)
+    lo, hi = model.rank_estimate(), model.k  # the largest rank where the factor pays (it does at the estimate)
     while lo < hi:
         mid_r = (lo + hi + 1) // 2
-        if _low_rank_seconds(k, m, mid_r, _entries(model, m)) <= budget and _low_rank_flops(k, m, mid_r) <= _IPM_FLOPS:
+        if _low_rank_pays(model, m, mid_r):
             lo = mid_r
         else:
             hi = mid_r - 1

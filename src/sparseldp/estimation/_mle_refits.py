@@ -325,7 +325,8 @@ def _active_solo(model, CT, n, p_hat, tol):
 # seconds (a dense channel of 1,000 values: about 0.5 s each).
 # These seconds are modelled (_ipm._ipm_seconds: iterations times a cost per iteration on the reference
 # machine), not read off a clock: a clock made the same seed give different replicates under load.
-# All of it only on channels where one of its iterations costs at most _ipm._IPM_FLOPS (_ipm_affordable).
+# All of it only on channels where one of its iterations costs at most _ipm._IPM_FLOPS (_ipm._affordable:
+# through the low-rank factor or the Cholesky).
 _IPM_PROBE = 2
 _IPM_DIRECT = 0.1
 _IPM_DIRECT_DENSE = 0.25
@@ -363,12 +364,6 @@ _IPM_SPREAD = 18.0
 _EM_FFT_SECONDS = 8.6e-9
 
 
-def _ipm_fits(model) -> bool:
-    """Whether an interior-point iteration on ``model`` is affordable (``_ipm._affordable``: through the
-    low-rank factor, or the Cholesky with the window's width from the stored entries)."""
-    return _affordable(model, model.m)
-
-
 def _ipm_column(model, CT, n, j, tol, limit=math.inf):
     """``_ipm._ipm`` on column ``j`` of ``CT`` with the exact products on its observed outputs (the
     banded Gram by FFT where the channel has FFT products).  Returns ``(p on all k values, converged,
@@ -379,11 +374,12 @@ def _ipm_column(model, CT, n, j, tol, limit=math.inf):
     refits whatever the load)."""
     nz = np.flatnonzero(CT[:, j] > 0)
     A, AT = model.columns(nz)
-    band = model.gram_band(nz)
+    low_rank = _low_rank_of(model, nz)
+    band = None if low_rank is not None else model.gram_band(nz)  # the Gram's band only where it is factored
     per = _model_seconds(model, nz.size)
     steps = _IPM_STEPS if limit >= _IPM_STEPS * per else int(max(limit, 0.0) // per)
     p, done, ok, gap = _ipm(A, AT, CT[nz, j], n, tol, model.dense, band, max_steps=steps, step=False,
-                            low_rank=_low_rank_of(model, nz))
+                            low_rank=low_rank)
     return p, ok, gap, done * per
 
 
@@ -400,7 +396,7 @@ def _ipm_direct(model, CT, n, tol, cols=None, limit=None):
     the first that does not); else ``None`` (the caller's solvers run).  Returns ``(P (k x len(cols)),
     converged, gaps)``."""
     limit = _IPM_DIRECT if limit is None else limit
-    if not _ipm_fits(model):
+    if not _affordable(model, model.m):
         return None
     cols = np.arange(CT.shape[1]) if cols is None else np.asarray(cols)
     P = np.zeros((model.k, cols.size))
@@ -451,7 +447,7 @@ def _ipm_finish(model, CT, n, P, conv, gaps, tol):
     """``_ipm`` on the columns left above ``tol``, within :data:`_IPM_BUDGET` modelled seconds; ``P``, ``conv``,
     ``gaps`` updated in place where it certifies a smaller gap."""
     left = np.flatnonzero(~conv)
-    if not left.size or not _ipm_fits(model):
+    if not left.size or not _affordable(model, model.m):
         return
     Pl, cl, gl, tried = _ipm_refits(model, CT, n, left, tol, _IPM_BUDGET)
     better = tried & (gl < gaps[left])

@@ -450,6 +450,15 @@ def window_of(logm_csr, k: int) -> np.ndarray | None:
     return rows[0].copy()
 
 
+def window_scales(log_window: np.ndarray, log_cs: np.ndarray):
+    """``(w_rel, f)``: the window scaled to a largest entry of 1 and the column scales, ``S = T diag(f)`` with
+    ``T[x, x + d] = w_rel[d]`` (``f`` is 1 where a column holds the window's peak, more at the ends, and
+    ``inf`` on an end column far below the peak, which stays exact and sparse)."""
+    top = float(log_window.max())
+    with np.errstate(over="ignore"):
+        return np.exp(log_window - top), np.exp(top - np.asarray(log_cs, dtype=float))
+
+
 def gram_band_of(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs: np.ndarray, S):
     """``w -> S diag(w) S^T`` on the observed outputs ``obs`` in upper banded storage by FFT
     (:meth:`_Conv.gram_band`), for a channel that is a shifted window of at least :data:`_MIN_WINDOW`
@@ -464,10 +473,8 @@ def gram_band_of(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs:
     exact certificate."""
     if log_window is None or log_window.size < _MIN_WINDOW:
         return None
-    top = float(log_window.max())
-    with np.errstate(over="ignore"):  # inf: an end column far below the window's peak (exact, sparse)
-        f = np.exp(top - np.asarray(log_cs, dtype=float))
-    return _Conv(np.exp(log_window - top), k, f, np.asarray(obs, dtype=np.int64), S).gram_band
+    w_rel, f = window_scales(log_window, log_cs)
+    return _Conv(w_rel, k, f, np.asarray(obs, dtype=np.int64), S).gram_band
 
 
 def fft_pair(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs: np.ndarray, S, batch: int = 1):
@@ -479,9 +486,6 @@ def fft_pair(log_window: np.ndarray | None, k: int, log_cs: np.ndarray, obs: np.
     min_nnz = _MIN_NNZ_BATCH if batch >= _BATCH_ROWS else _MIN_NNZ
     if log_window is None or log_window.size < _MIN_WINDOW or log_window.size * k < min_nnz:
         return None
-    top = float(log_window.max())
-    w_rel = np.exp(log_window - top)
-    with np.errstate(over="ignore"):  # inf: an end column far below the window's peak (exact, sparse)
-        f = np.exp(top - np.asarray(log_cs, dtype=float))  # the column scales: > 1 on the s - 1 outputs at each end
+    w_rel, f = window_scales(log_window, log_cs)  # f > 1 on the s - 1 outputs at each end
     conv = _Conv(w_rel, k, f, np.asarray(obs, dtype=np.int64), S)
     return _ConvA(conv), _ConvAT(conv)

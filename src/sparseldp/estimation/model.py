@@ -18,7 +18,7 @@ from ..channel import SparseChannel, check_domain
 from ..channel.validation import check_entries
 from ..core.mechanisms import RadiusMechanism
 from . import _lowrank, _toeplitz
-from ._toeplitz import fft_pair, gram_band_of, window_of
+from ._toeplitz import fft_pair, gram_band_of, window_of, window_scales
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -191,13 +191,13 @@ class _Model:
     def window_scales(self):
         """``(w_rel, f)`` for a channel whose rows are one window shifted over contiguous outputs: the window
         scaled to a largest entry of 1 and the column scales, ``S = T diag(f)`` with ``T[x, x + d] =
-        w_rel[d]`` (``f`` is ``inf`` on columns far below the window's peak); ``None`` for other channels."""
-        lw = self.log_window
-        if lw is None or not self._contiguous or self.m != self.k + lw.size - 1:
-            return None
-        top = float(lw.max())
-        with np.errstate(over="ignore"):
-            return np.exp(lw - top), np.exp(top - self.log_cs)
+        w_rel[d]`` (``f`` is ``inf`` on columns far below the window's peak; ``_toeplitz.window_scales``);
+        ``None`` for other channels.  Computed once per model."""
+        if "_scales" not in self.__dict__:
+            lw = self.log_window
+            contiguous = lw is not None and self._contiguous and self.m == self.k + lw.size - 1
+            self._scales = window_scales(lw, self.log_cs) if contiguous else None
+        return self._scales
 
     def rank_estimate(self):
         """The window section's numerical rank by Szegő's count (:func:`_lowrank.rank_estimate`), ``None`` for
