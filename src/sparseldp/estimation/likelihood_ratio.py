@@ -289,7 +289,9 @@ def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_0
     obs = np.flatnonzero(counts > 0)
     c = counts[obs]
     A, AT = model.columns(obs)
-    band = model.gram_band(obs)  # the banded Gram by FFT (window channels), for the interior point's steps
+    low_rank = _low_rank_of(model, obs)  # wide smooth kernels: the interior point's systems through a factor
+    # else the banded Gram by FFT (window channels), for the interior point's steps
+    band = None if low_rank is not None else model.gram_band(obs)
     mle_already = getattr(estimate, "method", None) == "em" or getattr(estimate, "regularization", None) == "em mle"
     if mle_already and float(getattr(estimate, "gap", math.inf)) <= tol:
         p = np.asarray(estimate.p, dtype=float)  # an MLE already, certified within tol
@@ -301,6 +303,6 @@ def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_0
             p = np.asarray(_fit(model, counts, "em", tol, max_iter).p, dtype=float)
     values = np.asarray(estimate.values)
     search = _Search(A, AT, c, n, values, p, bool(model.dense), tol, max_iter, 0 if model.dense else _band_width(A),
-                     band, _low_rank_of(model, obs))
+                     band, low_rank)
     return Profile(p=np.asarray(estimate.p, dtype=float), values=values, mle=p, loglik=search.loglik,
                    gap=_certificate(A, c, AT @ p, n), n=n, _search=search)
