@@ -213,3 +213,16 @@ def test_mle_through_the_factor_is_the_mle(monkeypatch):
     ref = estimate_frequencies_full(counts, mech, domain=(0, 499), method="em")
     assert not solves and ref.converged
     assert abs(est.loglik - ref.loglik) <= 0.01
+
+
+def test_the_estimation_package_imports_without_scipy_signal_or_stats():
+    # `sparseldp estimate` pays for every import at start-up: scipy.signal (which pulls in scipy.stats)
+    # took about a second when _lowrank's products went through its fftconvolve
+    import subprocess
+    import sys
+
+    code = ("import sys, sparseldp.estimation; "
+            "print(sorted(m for m in ('scipy.signal', 'scipy.stats', 'matplotlib') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

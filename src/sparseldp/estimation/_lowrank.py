@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.fft as sfft
 import scipy.linalg as sla
-import scipy.signal as ssig
 
 # Singular values below this share of the largest are dropped (the Newton systems' Gram then has a relative
 # error of about twice this, beside the factorizations' own roundoff).  At 1e-13, 1e-10 and 1e-8 the likelihood-
@@ -75,10 +75,16 @@ class Section:
         X = np.asarray(X, dtype=float)
         one = X.ndim == 1
         X2 = X[:, None] if one else X
+        k, m = self.k, self.k + self.w.size - 1
+        # one transform length for both products: a circular product of length >= m has no wrap-around in
+        # the m outputs of the full convolution, nor in the k outputs of the valid correlation (its indices
+        # x + d stay below m).  scipy.fft directly, not scipy.signal (whose import costs about a second)
+        n = sfft.next_fast_len(m, real=True)
+        W = sfft.rfft(self.w, n)
         if self.transposed:  # (T^T Y)[j] = sum_d w[d] Y[j - d]: the full convolution
-            out = ssig.fftconvolve(X2, self.w[:, None], mode="full", axes=0)
+            out = sfft.irfft(sfft.rfft(X2, n, axis=0) * W[:, None], n, axis=0)[:m]
         else:  # (T X)[x] = sum_d w[d] X[x + d]: the valid correlation
-            out = ssig.fftconvolve(X2, self.w[::-1, None], mode="valid", axes=0)
+            out = sfft.irfft(sfft.rfft(X2, n, axis=0) * np.conj(W)[:, None], n, axis=0)[:k]
         return out[:, 0] if one else out
 
 
