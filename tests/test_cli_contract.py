@@ -494,8 +494,8 @@ def test_estimate_warns_when_its_intervals_have_zero_width(tmp_path, capsys, mon
     real = intervals._refit_replicates
 
     def same(model, C, *a, **k):
-        P, ok, info, flag = real(model, C, *a, **k)
-        return np.tile(P[0], (P.shape[0], 1)), ok, info, flag
+        P, ok, info, single, relaxed = real(model, C, *a, **k)
+        return np.tile(P[0], (P.shape[0], 1)), ok, info, single, relaxed
 
     monkeypatch.setattr(intervals, "_refit_replicates", same)
     rc, out, err = run(capsys, *argv)

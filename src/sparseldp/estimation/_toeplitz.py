@@ -229,7 +229,7 @@ class _Conv:
         return Z[0] if one else Z.T
 
     def em_rows(self, P: np.ndarray, C: np.ndarray, steps: int, inv_n=None, observe=None,
-                dtype=np.float64) -> np.ndarray:
+                dtype=np.float64, relax: int = 0) -> np.ndarray:
         r"""Up to ``steps`` plain EM steps ``p <- p * (S r) / n``, ``r = c / (S^T p)``, on every row of ``P``
         (``b x k``) with the counts ``C`` (``b x len(obs)``, rows); the rows reached (float64).
 
@@ -245,6 +245,9 @@ class _Conv:
         so they are applied only to the ``Q`` that ``observe`` sees), the end outputs' exact products
         touch only the ``2 (s - 1)`` values near the ends, and nothing of size ``b x L`` is copied
         beyond the FFTs' own outputs.
+
+        ``relax``: over-relaxed steps ``p <- p * g^(2 - 2^-relax)`` (renormalized every step), each worth
+        ``2 - 2^-relax`` plain steps (:func:`sparseldp.estimation.solvers._em_run`); 0: plain steps.
 
         ``dtype=np.float32`` runs the FFT products and the iterates in single precision (the exact end
         columns stay in double): for the bootstrap's refits, whose spread is a Monte Carlo quantity
@@ -289,7 +292,9 @@ class _Conv:
             C = C * (1.0 / np.where(total > 0, total, 1.0))[:, None]
         else:
             C = C * np.asarray(scale, dtype=float)
-        renormalize = 1 if observe is not None else _RENORMALIZE
+        if relax and scale is not None:
+            raise ValueError("relaxed steps renormalize every step: inv_n must be None")
+        renormalize = 1 if observe is not None or relax else _RENORMALIZE
         mid_slice = isinstance(self.mid_ix, slice)
         Cm = C[:, self.i_mid_ix].astype(dtype)
         Rm = xr[:, self.mid_ix] if mid_slice else np.zeros_like(Cm)
@@ -343,6 +348,9 @@ class _Conv:
             if edges:
                 G[:, rows] += Re @ ET if isinstance(E, np.ndarray) else (E @ Re.T).T
             p *= G
+            for _ in range(relax):  # p <- p * g^(1 + 1/2 + ... + 2^-relax), renormalized every step
+                np.sqrt(G, out=G)
+                p *= G
             if scale is None and (t + 1) % renormalize == 0:
                 p *= 1.0 / p.sum(axis=1, keepdims=True)
         out = p.astype(np.float64)
@@ -415,9 +423,9 @@ class _ConvA:
     def __matmul__(self, R):
         return self._c.corr(np.asarray(R, dtype=float))
 
-    def em_rows(self, P, C, steps, inv_n=None, observe=None, dtype=np.float64):
-        """Plain EM steps on rows (:meth:`_Conv.em_rows`)."""
-        return self._c.em_rows(P, C, steps, inv_n, observe, dtype)
+    def em_rows(self, P, C, steps, inv_n=None, observe=None, dtype=np.float64, relax=0):
+        """Plain (or over-relaxed) EM steps on rows (:meth:`_Conv.em_rows`)."""
+        return self._c.em_rows(P, C, steps, inv_n, observe, dtype, relax)
 
 
 class _ConvAT:

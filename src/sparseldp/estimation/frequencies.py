@@ -146,7 +146,7 @@ class FrequencyEstimate(ReadOnlyArrays):
         return statistic(self, "range", ci=ci, level=level, a=a, b=b)
 
     def bootstrap(self, mechanism=None, *, B=100, rng=None, smooth=None, tol=None, max_iter=2_000, precision="single",
-                  robust=False):
+                  robust=False, relaxed=True):
         """Parametric bootstrap of this estimate (:func:`sparseldp.estimation.intervals.bootstrap`).
 
         ``mechanism`` defaults to the one the estimate was fitted with (:attr:`mechanism`).
@@ -155,13 +155,14 @@ class FrequencyEstimate(ReadOnlyArrays):
         privatized counts (no privacy role), so a seed is fine here.
         ``tol`` and ``max_iter`` are the refits' stopping rule and cap, the
         knobs its warning about unconverged refits names; ``precision`` the
-        arithmetic of long-window EM-step refits.  ``robust=True`` also
+        arithmetic of long-window EM-step refits, ``relaxed`` whether long EM-step refits take
+        over-relaxed steps (checked on this estimate's own counts).  ``robust=True`` also
         bootstraps the MLE on this estimate's report counts, and every interval
         becomes the hull of the two: intervals that do not rely on the truth
         being as smooth as a regularized estimate (heaped or rounded data).
         """
         return bootstrap(self, mechanism, B=B, rng=rng, smooth=smooth, tol=tol, max_iter=max_iter,
-                         precision=precision, robust=robust)
+                         precision=precision, robust=robust, relaxed=relaxed)
 
     def profile(self, mechanism=None, *, tol=0.01, max_iter=_DEFAULT_MAX_ITER):
         """Likelihood-ratio intervals from this estimate's report counts

@@ -61,6 +61,9 @@ class Bootstrap(ReadOnlyArrays):
         (``bootstrap``'s ``precision``), else "double".
     robust : bool
         Whether the intervals are robust to regularization bias (``bootstrap(..., robust=True)``).
+    relaxed : bool
+        Whether ``auto``'s ``"em steps=t"`` refits ran over-relaxed steps, checked on the estimate's own
+        counts (``bootstrap``'s ``relaxed``).
     reference : Bootstrap or None
         With ``robust`` and a regularized estimate: the MLE's own bootstrap (its ``p`` the MLE of
         the same report counts).  Every interval is then the hull of this bootstrap's and the
@@ -75,6 +78,7 @@ class Bootstrap(ReadOnlyArrays):
     precision: str = field(default="double")
     robust: bool = field(default=False)
     reference: Bootstrap | None = field(default=None, repr=False, compare=False)
+    relaxed: bool = field(default=False)
 
     def __post_init__(self):
         for name in ("p", "values", "replicates"):

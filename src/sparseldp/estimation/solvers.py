@@ -155,7 +155,7 @@ def _squarem_columns(P, r, v, P2, a, live, max_halvings):
     return a, P2
 
 
-def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
+def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0):
     """Up to ``steps`` plain EM steps ``p <- p * g(p)`` on every row of ``P`` (``b x k``), counts ``C``
     (``b x m'``, rows); the rows reached.
 
@@ -168,10 +168,24 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
     products run the steps fused (``_toeplitz._Conv.em_rows``), in single precision if ``single``;
     other products step by step here, dense ones in single precision if ``single`` (sparse ones
     always in double).
+
+    ``relax`` (an integer ``r >= 0``): over-relaxed steps ``p <- p * g(p)^h``, ``h = 2 - 2^-r`` (by ``r``
+    square roots of ``g``; renormalized, so ``inv_n`` must be ``None``), each worth ``h`` plain steps;
+    0: plain steps.  In ``theta = log p`` a plain step is the explicit Euler step of length 1 of the
+    EM flow ``d theta / dt = g(p) - 1`` (:mod:`sparseldp.estimation._flow`), and a relaxed one is the
+    step of length ``h < 2``.  Near a fixed point a direction the plain step shrinks by ``1 - mu``
+    (``0 <= mu <= 1``) shrinks by ``1 - h mu``, whose size stays below 1 but for ``mu = 0``: the fast
+    directions still die out, and in the slow ones ``t / h`` relaxed steps agree with ``t`` plain
+    steps to ``t (h - 1) mu^2 / 2`` in the exponent, which is small wherever ``(1 - mu)^t`` is not.
+    For the bootstrap's ``"em steps=t"`` refits (``refits._refit_em_steps``), which check the
+    agreement on the estimate's own counts.
     """
+    relax = int(relax)
+    if relax and inv_n is not None:
+        raise ValueError("relaxed steps renormalize every step: inv_n must be None")
     fused = getattr(A, "em_rows", None)
     if fused is not None:
-        return fused(P, C, steps, inv_n, observe, np.float32 if single else np.float64)
+        return fused(P, C, steps, inv_n, observe, np.float32 if single else np.float64, relax)
     dtype = np.float64
     if single and isinstance(A, np.ndarray):  # dense products in float32 (sgemm); the rows come back in double
         dtype = np.float32
@@ -192,7 +206,12 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False):
         if dtype is np.float32:  # an iterate that underflows must not make an observed output impossible
             np.maximum(Q, np.finfo(np.float32).tiny, out=Q)
         R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
-        P = P * (A @ R)
+        G = A @ R
+        P = P * G
+        if relax:
+            np.maximum(G, 0.0, out=G)
+        for _ in range(relax):
+            P *= np.sqrt(G, out=G)
         P *= inv_n if inv_n is not None else 1.0 / P.sum(axis=0, keepdims=True)
     if dtype is np.float32:
         P = P.astype(np.float64)
