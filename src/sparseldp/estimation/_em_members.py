@@ -14,7 +14,7 @@ from scipy.special import gammaln, xlogy
 
 from .model import _Model
 from ._flow import _em_flow
-from .solvers import _em_run
+from .solvers import _em_run, _em_time
 
 # Cap on the steps of the discrepancy-stopped EM members.
 _STOP_CAP = 20_000
@@ -281,28 +281,33 @@ def _flow_times(cap: int) -> list[int]:
     return [cap * 2 ** j for j in range(1, _FLOW_DOUBLINGS + 1)]
 
 
-def _flow_fits(A, AT, C, time: int, single: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _flow_fits(A, AT, C, time: int, single: bool = False, relax: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The ``"em flow=T"`` member on each column of the counts ``C`` (outputs x b; ``A`` dense, on those
     outputs): :data:`_STOP_CAP` plain EM steps from the uniform start, then the EM flow
     (``_flow._em_flow``) to time ``T``, through the path's times below ``T`` (the same substeps as in
     the selection).  ``(P, failed)``: ``P`` is ``k x b``; ``failed[j]`` when a substep of column ``j``
     did not converge (that column stays at its last point, not at time ``T``).  ``single``: the plain EM
-    steps in single precision (the bootstrap's refits, ``solvers._em_run``); the flow is in double."""
+    steps in single precision (the bootstrap's refits, ``solvers._em_run``); the flow is in double.
+    ``relax``: the plain steps' time in over-relaxed steps (``solvers._em_time``; the bootstrap's refits)."""
     C = np.asarray(C, dtype=float)
     if time <= _STOP_CAP:  # plain EM steps all the way
-        P = _uniform_em(A, AT, C, time, single)
+        P = _uniform_em(A, AT, C, time, single, relax)
         return P / P.sum(axis=0), np.zeros(C.shape[1], bool)
-    out, failed = _flow_path(A, AT, C, [t for t in _flow_times(_STOP_CAP) if t < time] + [time], single)
+    out, failed = _flow_path(A, AT, C, [t for t in _flow_times(_STOP_CAP) if t < time] + [time], single, relax)
     return out[-1], failed
 
 
-def _uniform_em(A, AT, C, steps, single=False):
-    """``steps`` plain EM steps from the uniform start on each column of ``C``: ``k x b``."""
+def _uniform_em(A, AT, C, steps, single=False, relax=0):
+    """``steps`` plain EM steps from the uniform start on each column of ``C``: ``k x b`` (``relax``: their
+    time in over-relaxed steps, ``solvers._em_time``)."""
     k = A.shape[0]
-    return _em_run(A, AT, np.full((C.shape[1], k), 1.0 / k), C.T, steps, 1.0 / C.sum(axis=0), single=single).T
+    P0 = np.full((C.shape[1], k), 1.0 / k)
+    if relax:
+        return _em_time(A, AT, P0, C.T, steps, single, relax).T
+    return _em_run(A, AT, P0, C.T, steps, 1.0 / C.sum(axis=0), single=single).T
 
 
-def _flow_path(A, AT, C, times, single=False):
+def _flow_path(A, AT, C, times, single=False, relax=0):
     """:data:`_STOP_CAP` plain EM steps from the uniform start on each column of the counts ``C``
     (outputs x b), then the EM flow (``_flow._em_flow``) through ``times`` (each above the cap):
     ``(one k x b array per time, failed mask)``.  ``A`` is made dense if it is not: ``auto`` chooses a flow
@@ -311,4 +316,4 @@ def _flow_path(A, AT, C, times, single=False):
     if not isinstance(A, np.ndarray):
         A, AT = A.toarray(), AT.toarray()
     C = np.asarray(C, dtype=float)
-    return _em_flow(A, AT, C, _uniform_em(A, AT, C, _STOP_CAP, single), _STOP_CAP, times)
+    return _em_flow(A, AT, C, _uniform_em(A, AT, C, _STOP_CAP, single, relax), _STOP_CAP, times)

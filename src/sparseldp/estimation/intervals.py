@@ -279,7 +279,8 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
         which was used.
     relaxed : bool
         ``True`` (the default): ``auto``'s ``"em steps=t"`` refits with ``t >= 300``
-        (``refits._RELAXED_MIN_STEPS``) run about ``4 t / 7`` over-relaxed steps ``p <- p g(p)^(7/4)``,
+        (``refits._RELAXED_MIN_STEPS``), and the plain steps of its ``"em flow=T"`` refits before the
+        flow, run about ``4 t / 7`` over-relaxed steps ``p <- p g(p)^(7/4)``,
         each worth 7/4 of a plain step (``solvers._em_run``: in ``log p`` the explicit Euler step of
         length 7/4 of the EM flow, which still damps every fast direction and agrees with ``t`` plain
         steps in the slow ones), 43 % fewer FFT or matrix products.  The estimate's own counts

@@ -20,12 +20,12 @@ import numpy as np
 
 from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks
-from ._em_members import _flow_fits
+from ._em_members import _STOP_CAP, _flow_fits
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
 from ._ems import _check_smooth, _ems_fixed
-from .solvers import METHODS, _METHODS_TEXT, _em_run, _least_squares, project_simplex
+from .solvers import METHODS, _METHODS_TEXT, _em_time, _least_squares, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
@@ -57,7 +57,8 @@ _FINISH_SHARE = 0.05
 # reports of a zero-inflated count, B = 200: one straggler at 3.45 nats from the uniform start, 0.513
 # after a run from there, certified by the third; two runs had left it reported; 47.4 s against 47.8 s).
 _FINISH_RUNS = 4
-# The "em steps=t" refits with t at least this run over-relaxed steps (_refit_em_steps), 4t/7 of them: accepted
+# The "em steps=t" refits with t at least this (and the cap's plain steps of "em flow=T") run over-relaxed steps
+# (solvers._em_time), about 4t/7 of them: accepted
 # where the estimate's own counts, refit alongside, land within _RELAXED_TOL bootstrap standard deviations of
 # the estimate on every value and CDF value whose deviation is at least _RELAXED_SD_FLOOR of the largest, and
 # on the mean (_relaxed_agrees); else every replicate is refit with plain steps.
@@ -88,16 +89,11 @@ def _refit_em_steps(A, AT, C, n, P0, steps, single=False, relax=0):
     The ``"em steps=t"`` member of ``method="auto"``: the EM map ``p <- p * g(p)``
     (``solvers._em_run``, renormalized each step; FFT or dense products in single precision if
     ``single``), with no stopping rule (reaching ``t`` is the rule, not a failure).  ``A``,
-    ``AT`` as in :func:`_refit_ems`.  ``relax = r > 0``: ``2^r floor(t / (2^(r+1) - 1))``
-    over-relaxed steps, each worth ``h = 2 - 2^-r`` plain ones (``solvers._em_run``), then the
-    remaining ``t mod (2^(r+1) - 1)`` plain ones: the same time ``t`` in the EM flow in about ``t / h``
-    steps.  Returns ``P``, one row per replicate.
+    ``AT`` as in :func:`_refit_ems`.  ``relax > 0``: the same time ``t`` of the EM flow in over-relaxed
+    steps (``solvers._em_time``), about ``t / h`` of them, ``h = 2 - 2^-relax``.  Returns ``P``, one row
+    per replicate.
     """
-    if not relax:
-        return _em_run(A, AT, P0, C, steps, single=single)
-    period = (1 << (relax + 1)) - 1  # 2^r relaxed steps make 2^(r+1) - 1 plain ones
-    P = _em_run(A, AT, P0, C, (1 << relax) * (steps // period), single=single, relax=relax)
-    return _em_run(A, AT, P, C, steps % period, single=single) if steps % period else P
+    return _em_time(A, AT, P0, C, steps, single, relax)
 
 
 def _relaxed_agrees(P: np.ndarray, p_check: np.ndarray, p_hat: np.ndarray, values: np.ndarray) -> bool:
@@ -114,6 +110,19 @@ def _relaxed_agrees(P: np.ndarray, p_check: np.ndarray, p_hat: np.ndarray, value
             return False
     sd_mean = float((P @ values).std(ddof=1))
     return abs(float(values @ d)) <= _RELAXED_TOL * sd_mean
+
+
+def _checked_relaxed(fit_rows, C, own, p_hat, values):
+    """``(P, ok, relaxed)``: ``fit_rows(rows of counts, relax) -> (P, ok mask)`` on the replicate histograms
+    ``C``, over-relaxed (:data:`_RELAX`) with the estimate's own counts ``own`` as one more row where
+    ``own`` is given and that row's refit agrees with the estimate ``p_hat`` (:func:`_relaxed_agrees`),
+    else with plain steps."""
+    if own is not None:
+        P, ok = fit_rows(np.vstack([C, own[None, :]]), _RELAX)
+        if ok[-1] and _relaxed_agrees(P[:-1], P[-1], p_hat, values):
+            return P[:-1], ok[:-1], True
+    P, ok = fit_rows(C, 0)
+    return P, ok, False
 
 
 def _refit_plan(estimate, smooth):
@@ -165,26 +174,39 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     or ``"inversion"``.  Returns ``(P, converged mask, gaps or None, single, relaxed)``, ``P`` with one
     replicate per row, ``gaps`` the MLE refits' certified log-likelihood gaps (nats) or the EMS refits'
     estimated TV distances to their fixed points and last steps (``2 x B``), ``single`` whether
-    single precision was used and ``relaxed`` whether the ``"em steps=t"`` refits ran over-relaxed
-    steps: where ``relaxed`` allows, ``t >= _RELAXED_MIN_STEPS`` and the estimate's own ``counts`` (on
-    all outputs; ``values``, the domain's) are given to check them against ``p_hat``
-    (:func:`_relaxed_agrees`).
+    single precision was used and ``relaxed`` whether the plain EM steps of ``"em steps=t"`` and
+    ``"em flow=T"`` refits ran over-relaxed: where ``relaxed`` allows, they are at least
+    :data:`_RELAXED_MIN_STEPS` and the estimate's own ``counts`` (on all outputs; ``values``, the
+    domain's) are given to check them against ``p_hat`` (:func:`_checked_relaxed`).
     """
     B, k = C.shape[0], model.k
     if method == "inversion":
         P = np.vstack([project_simplex(_least_squares(model, C[b] / n)) for b in range(B)])
         return P, np.ones(B, bool), None, False, False
-    # the outputs some replicate has: the others add nothing to an EM or EMS step
-    used = np.flatnonzero(C.sum(axis=0) > 0)
+    # auto's plain EM steps ("em steps=t", and the cap's steps before "em flow=T") may run over-relaxed, with
+    # the estimate's own counts refit alongside as a check (_checked_relaxed)
+    plain_steps = steps if method == "em-steps" else min(steps or 0, _STOP_CAP)
+    own = None
+    if relaxed and counts is not None and method in ("em-steps", "em-flow") and plain_steps >= _RELAXED_MIN_STEPS:
+        own = np.asarray(counts, dtype=float)
+    # the outputs some replicate (or the check's counts) has: the others add nothing to an EM or EMS step
+    used = np.flatnonzero(C.sum(axis=0) + (0.0 if own is None else own) > 0)
     if method == "em-flow":
         # auto's "em flow=T" member: the cap's plain EM steps from the uniform start, then the EM flow to
         # T (its Newton steps per replicate)
         EA, EAT = model.columns(used)
         single = single and model.dense  # the plain EM steps in float32 (dense products); the flow in double
-        parts = map_blocks(lambda r: _flow_fits(EA, EAT, np.ascontiguousarray(C[r][:, used].T), steps, single), B,
-                           dense_step_blocks(model.k, used.size, B) if model.dense else 1)
-        P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
-        return P.T, ~failed, None, single, False
+
+        def flow_rows(Cr, relax):
+            rows = Cr.shape[0]
+            parts = map_blocks(lambda r: _flow_fits(EA, EAT, np.ascontiguousarray(Cr[r][:, used].T), steps, single,
+                                                    relax), rows,
+                               dense_step_blocks(model.k, used.size, rows) if model.dense else 1)
+            P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
+            return P.T, ~failed
+
+        P, ok, relaxed = _checked_relaxed(flow_rows, C, own, p_hat, values)
+        return P, ok, None, single, relaxed
     # FFT products where they apply; every refit is column by column, so blocks run in threads
     # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
     # outputs; the MLE's refits index outputs by position, and the fused FFT steps skip the
@@ -195,32 +217,24 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     if method == "em-steps":
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
-        P0 = np.full((B, k), 1.0 / k)
         if not dense and not hasattr(A, "em_rows"):  # sparse: the FFT may pay on a batch of rows
             A, AT = model.fast_columns(np.arange(model.m), (A, AT), batch=B // blocks)
         single = single and (hasattr(A, "em_rows") or dense)  # FFT or dense products (sparse: double)
-        Cs = C
         if dense:  # on the used outputs: 468 of 794 on 100 values under a Gaussian window of 695 with
             # 10^6 reports, 1.6x faster
             A, AT = model.columns(used)
-            Cs = np.ascontiguousarray(C[:, used])
-            blocks = dense_step_blocks(model.k, used.size, B)
-        relaxed = relaxed and counts is not None and steps >= _RELAXED_MIN_STEPS
-        if relaxed:  # the estimate's own counts ride along as one more row, to check the relaxed steps
-            own = np.asarray(counts, dtype=float)
-            Cs = np.vstack([Cs, own[used] if dense else own])
-            P0 = np.full((B + 1, k), 1.0 / k)
-            blocks = dense_step_blocks(model.k, used.size, B + 1) if dense else blocks_for(False, B + 1)
-            P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, Cs[r], float(n), P0[r], steps, single, _RELAX),
-                                     B + 1, blocks))
-            P, p_check = P[:B], P[B]
-            if _relaxed_agrees(P, p_check, p_hat, values):
-                return P, np.ones(B, bool), None, single, True
-            relaxed, Cs, P0 = False, Cs[:B], P0[:B]
-            blocks = dense_step_blocks(model.k, used.size, B) if dense else blocks_for(False, B)
-        P = np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, Cs[r], float(n), P0[r], steps, single),
-                                 B, blocks))
-        return P, np.ones(B, bool), None, single, False
+
+        def step_rows(Cr, relax):
+            rows = Cr.shape[0]
+            Cs = np.ascontiguousarray(Cr[:, used]) if dense else Cr
+            P0 = np.full((rows, k), 1.0 / k)
+            parts = dense_step_blocks(model.k, used.size, rows) if dense else blocks_for(False, rows)
+            return (np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, Cs[r], float(n), P0[r], steps, single,
+                                                                   relax), rows, parts)),
+                    np.ones(rows, bool))
+
+        P, ok, relaxed = _checked_relaxed(step_rows, C, own, p_hat, values)
+        return P, ok, None, single, relaxed
     if method == "ems":
         C = np.ascontiguousarray(C[:, used])
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none

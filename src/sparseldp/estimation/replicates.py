@@ -62,8 +62,8 @@ class Bootstrap(ReadOnlyArrays):
     robust : bool
         Whether the intervals are robust to regularization bias (``bootstrap(..., robust=True)``).
     relaxed : bool
-        Whether ``auto``'s ``"em steps=t"`` refits ran over-relaxed steps, checked on the estimate's own
-        counts (``bootstrap``'s ``relaxed``).
+        Whether the plain EM steps of ``auto``'s ``"em steps=t"`` or ``"em flow=T"`` refits ran
+        over-relaxed, checked on the estimate's own counts (``bootstrap``'s ``relaxed``).
     reference : Bootstrap or None
         With ``robust`` and a regularized estimate: the MLE's own bootstrap (its ``p`` the MLE of
         the same report counts).  Every interval is then the hull of this bootstrap's and the

@@ -219,6 +219,18 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     return np.ascontiguousarray(P.T)
 
 
+def _em_time(A, AT, P, C, steps, single=False, relax=0):
+    """The rows ``P`` (``b x k``) moved by ``steps`` plain EM steps' worth (counts ``C``, rows): ``steps`` plain
+    steps, or for ``relax = r > 0`` ``2^r floor(steps / (2^(r+1) - 1))`` over-relaxed steps of
+    :func:`_em_run`, each worth ``2 - 2^-r`` plain ones, then the remaining ``steps mod (2^(r+1) - 1)``
+    plain ones (renormalized every step either way)."""
+    if not relax:
+        return _em_run(A, AT, P, C, steps, single=single)
+    period = (1 << (relax + 1)) - 1  # 2^r relaxed steps make 2^(r+1) - 1 plain ones
+    P = _em_run(A, AT, P, C, (1 << relax) * (steps // period), single=single, relax=relax)
+    return _em_run(A, AT, P, C, steps % period, single=single) if steps % period else P
+
+
 def _least_squares(model: _Model, f: np.ndarray) -> np.ndarray:
     """``argmin ||Q^T p - f||_2`` (normal equations, sparse LU; lsqr if singular)."""
     Q = model.unscaled()
