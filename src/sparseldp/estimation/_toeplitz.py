@@ -277,6 +277,7 @@ class _Conv:
         single = dtype == np.float32
         W, Wc = (self.W.astype(np.complex64), self.Wc.astype(np.complex64)) if single else (self.W, self.Wc)
         rel_floor = dtype.type(_REL_FLOOR_SINGLE if single else _REL_FLOOR)
+        tiny = np.finfo(dtype).tiny
         scale = None if inv_n is None else np.broadcast_to(np.asarray(inv_n, dtype=dtype), (b,))[:, None]
         workers = self._workers(b)
         xp = np.zeros((b, L), dtype)
@@ -351,6 +352,7 @@ class _Conv:
             for _ in range(relax):  # p <- p * g^(1 + 1/2 + ... + 2^-relax), renormalized every step
                 np.sqrt(G, out=G)
                 p *= G
+            np.maximum(p, tiny, out=p)  # no subnormal iterates (solvers._em_run)
             if scale is None and (t + 1) % renormalize == 0:
                 p *= 1.0 / p.sum(axis=1, keepdims=True)
         out = p.astype(np.float64)

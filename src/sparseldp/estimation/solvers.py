@@ -179,6 +179,12 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     steps to ``t (h - 1) mu^2 / 2`` in the exponent, which is small wherever ``(1 - mu)^t`` is not.
     For the bootstrap's ``"em steps=t"`` refits (``refits._refit_em_steps``), which check the
     agreement on the estimate's own counts.
+
+    Iterates are kept at or above the dtype's smallest normal number (``1.2e-38`` in float32,
+    ``2.2e-308`` in double): a value EM drives towards 0 would otherwise pass through subnormal
+    numbers, whose arithmetic is many times slower on x86 (measured: the bootstrap's refits of a
+    point-mass truth, 100 values under the Laplace window of 275, ``em steps=20000``, B = 20, 5.2-5.3 s
+    against 15.7-26.4 s); no probability above that floor moves.
     """
     relax = int(relax)
     if relax and inv_n is not None:
@@ -193,6 +199,7 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     # column layout as views of the rows (Fortran order): products on contiguous transposes
     P = np.array(P, dtype=dtype).T
     CT = np.asarray(C, dtype=dtype).T
+    tiny = np.finfo(dtype).tiny
     has = CT > 0
     look = 0  # the next step observe sees
     for t in range(steps + 1):
@@ -213,6 +220,7 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
         for _ in range(relax):
             P *= np.sqrt(G, out=G)
         P *= inv_n if inv_n is not None else 1.0 / P.sum(axis=0, keepdims=True)
+        np.maximum(P, tiny, out=P)  # no subnormal iterates (docstring)
     if dtype is np.float32:
         P = P.astype(np.float64)
         P /= P.sum(axis=0, keepdims=True)
