@@ -1321,11 +1321,11 @@ def test_em_convergence_warning_quotes_the_gap_of_the_point_returned(max_iter):
 
 
 @pytest.mark.parametrize("case", ["dense", "fft"])
-def test_em_iterates_stay_at_or_above_the_smallest_normal_number(case):
-    """Values EM drives towards 0 (a point mass) stop at the dtype's smallest normal number instead of
-    passing through subnormal ones, whose arithmetic is many times slower (solvers._em_run): in single
-    precision, dense and fused FFT steps, plain and relaxed, the iterates reach that floor and go no
-    lower, and the largest value stays the point."""
+def test_em_iterates_stay_at_or_above_their_floor(case):
+    """Values EM drives towards 0 (a point mass) stop at ``_toeplitz.ITERATE_FLOOR`` instead of bringing
+    subnormal numbers into the products, whose arithmetic is many times slower (solvers._em_run): in
+    single and double precision, dense and fused FFT steps, plain and relaxed, the iterates reach that
+    floor and go no lower, and the largest value stays the point."""
     import sparseldp as sl
     from sparseldp.estimation import _model, _toeplitz
     from sparseldp.estimation.solvers import _em_run
@@ -1342,8 +1342,9 @@ def test_em_iterates_stay_at_or_above_the_smallest_normal_number(case):
     p[x0] = 1.0
     q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
     C = np.random.default_rng(0).multinomial(10**5, q / q.sum(), size=2).astype(float)
-    tiny = np.finfo(np.float32).tiny
-    for relax in (0, 2):
-        P = _em_run(A, AT, np.full((2, k), 1.0 / k), C, 3000, single=True, relax=relax)
-        assert P.min() >= 0.5 * tiny and P.min() <= 2 * tiny  # at the floor, not below it
-        assert np.all(P.argmax(axis=1) == x0)
+    for single, steps in ((True, 3000), (False, 30_000)):
+        floor = _toeplitz.ITERATE_FLOOR[np.dtype(np.float32 if single else np.float64)]
+        for relax in (0, 2):
+            P = _em_run(A, AT, np.full((2, k), 1.0 / k), C, steps, single=single, relax=relax)
+            assert P.min() >= 0.5 * floor and P.min() <= 2 * floor  # at the floor, not below it
+            assert np.all(P.argmax(axis=1) == x0)
