@@ -59,9 +59,9 @@ _FINISH_SHARE = 0.05
 _FINISH_RUNS = 4
 # The "em steps=t" refits with t at least this (and the cap's plain steps of "em flow=T") run over-relaxed steps
 # (solvers._em_time), about 4t/7 of them: accepted
-# where the estimate's own counts, refit alongside, land within _RELAXED_TOL bootstrap standard deviations of
-# their plain refit on every value and CDF value whose deviation is at least _RELAXED_SD_FLOOR of the largest, and
-# on the mean (_relaxed_agrees); else every replicate is refit with plain steps.
+# where the estimate's own counts, refit so in double, land within _RELAXED_TOL bootstrap standard deviations of
+# the estimate on every value and CDF value whose deviation is at least _RELAXED_SD_FLOOR of the largest, and on
+# the mean (_relaxed_agrees); else every replicate is refit with plain steps.
 _RELAXED_MIN_STEPS = 300
 _RELAX = 2  # over-relaxed steps p <- p g^(2 - 2^-_RELAX) (solvers._em_run)
 _RELAXED_TOL = 0.1
@@ -96,13 +96,13 @@ def _refit_em_steps(A, AT, C, n, P0, steps, single=False, relax=0):
     return _em_time(A, AT, P0, C, steps, single, relax)
 
 
-def _relaxed_agrees(P: np.ndarray, relaxed_row: np.ndarray, plain_row: np.ndarray, values: np.ndarray) -> bool:
-    """Whether the relaxed and the plain refit of the estimate's own counts (``relaxed_row``,
-    ``plain_row``: the same arithmetic, single or double) lie within :data:`_RELAXED_TOL` bootstrap
-    standard deviations (over the replicates ``P``, ``B x k``) of each other: on every value and every
-    CDF value whose standard deviation is at least :data:`_RELAXED_SD_FLOOR` of the largest (below,
-    rounding is the spread), and on the mean."""
-    d = relaxed_row - plain_row
+def _relaxed_agrees(P: np.ndarray, relaxed_row: np.ndarray, p_hat: np.ndarray, values: np.ndarray) -> bool:
+    """Whether the relaxed refit of the estimate's own counts (``relaxed_row``, in double precision) lies
+    within :data:`_RELAXED_TOL` bootstrap standard deviations (over the replicates ``P``, ``B x k``) of
+    the estimate ``p_hat`` (the member's plain steps, in double): on every value and every CDF value
+    whose standard deviation is at least :data:`_RELAXED_SD_FLOOR` of the largest (below, rounding is
+    the spread), and on the mean."""
+    d = relaxed_row - p_hat
     for diff, reps in ((d, P), (np.cumsum(d), np.cumsum(P, axis=1))):
         sd = reps.std(axis=0, ddof=1)
         keep = sd >= _RELAXED_SD_FLOOR * sd.max()
@@ -112,21 +112,20 @@ def _relaxed_agrees(P: np.ndarray, relaxed_row: np.ndarray, plain_row: np.ndarra
     return abs(float(values @ d)) <= _RELAXED_TOL * sd_mean
 
 
-def _checked_relaxed(fit_rows, C, own, values):
+def _checked_relaxed(fit_rows, C, own, p_hat, values):
     """``(P, ok, relaxed)``: ``fit_rows(rows of counts, relax, single) -> (P, ok mask)`` on the replicate
     histograms ``C`` over-relaxed (:data:`_RELAX`), where ``own`` (the estimate's own counts) is given
-    and its relaxed and plain refits, both in double precision, agree (:func:`_relaxed_agrees`), else with
-    plain steps.  In double, so that the check measures the relaxation and not single precision's
-    rounding, which the bootstrap's ``precision`` answers for (on 100 values under a Gaussian window of
-    261, ``em steps=7088``, 10^7 reports, the relaxation moved the worst value by 0.003 standard
-    deviations in double and single precision's rounding by 0.11-0.12)."""
+    and its relaxed refit, in double precision, agrees with the estimate ``p_hat``
+    (:func:`_relaxed_agrees`), else with plain steps.  In double, as the estimate is, so that the check
+    measures the relaxation and not single precision's rounding, which the bootstrap's ``precision``
+    answers for (on 100 values under a Gaussian window of 261, ``em steps=7088``, 10^7 reports, the
+    relaxation moved the worst value by 0.003 standard deviations in double, single precision's
+    rounding by 0.11-0.12)."""
     if own is not None:
         P, ok = fit_rows(C, _RELAX, None)
         if ok.all():
-            rows = np.vstack([own, own])
-            relaxed_row, ok_r = fit_rows(rows[:1], _RELAX, False)
-            plain_row, ok_p = fit_rows(rows[1:], 0, False)
-            if ok_r[0] and ok_p[0] and _relaxed_agrees(P, relaxed_row[0], plain_row[0], values):
+            relaxed_row, ok_r = fit_rows(own[None, :], _RELAX, False)
+            if ok_r[0] and _relaxed_agrees(P, relaxed_row[0], p_hat, values):
                 return P, ok, True
     P, ok = fit_rows(C, 0, None)
     return P, ok, False
@@ -212,7 +211,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
             return P.T, ~failed
 
-        P, ok, relaxed = _checked_relaxed(flow_rows, C, own, values)
+        P, ok, relaxed = _checked_relaxed(flow_rows, C, own, p_hat, values)
         return P, ok, None, single, relaxed
     # FFT products where they apply; every refit is column by column, so blocks run in threads
     # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
@@ -240,7 +239,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
                                                                    relax), rows, parts)),
                     np.ones(rows, bool))
 
-        P, ok, relaxed = _checked_relaxed(step_rows, C, own, values)
+        P, ok, relaxed = _checked_relaxed(step_rows, C, own, p_hat, values)
         return P, ok, None, single, relaxed
     if method == "ems":
         C = np.ascontiguousarray(C[:, used])
