@@ -389,10 +389,16 @@ def _row_scaled_band(band, s):
     """``v -> diag(s) (A diag(v) A^T) diag(s)`` in the upper banded storage of ``band(v)`` (that of ``A``):
     the Gram of the row-scaled channel ``diag(s) A``."""
 
+    factor = None  # s_i s_j in the band's storage: built once (a gather of rows x k), used at every call
+
     def scaled(v):
+        nonlocal factor
         ab = band(v)
-        rows, k = ab.shape
-        i = np.arange(k)[None, :] - (rows - 1 - np.arange(rows))[:, None]  # ab[r, j] holds M[i, j]
-        return ab * s[None, :] * s[np.maximum(i, 0)]
+        if factor is None or factor.shape != ab.shape:
+            rows, k = ab.shape
+            i = np.arange(k)[None, :] - (rows - 1 - np.arange(rows))[:, None]  # ab[r, j] holds M[i, j]
+            factor = s[None, :] * s[np.maximum(i, 0)]
+        ab *= factor
+        return ab
 
     return scaled
