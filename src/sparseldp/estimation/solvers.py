@@ -184,8 +184,8 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     value EM drives towards 0 would otherwise bring subnormal numbers into the products, whose arithmetic
     is many times slower on x86 (measured: the bootstrap's refits of a point-mass truth, 100 values
     under the Laplace window of 275, ``em steps=20000``, B = 20, 5.2-5.3 s against 15.7-26.4 s; ``auto``
-    on 1,000 values of a zero-inflated truth, below); no probability above that floor moves, and none
-    below it changes any product.
+    on 1,000 values of a zero-inflated truth under that window, 10^6 reports, 16.3 -> 7.2 s profiled);
+    no probability above that floor moves, and none below it changes any product.
     """
     relax = int(relax)
     if relax and inv_n is not None:
