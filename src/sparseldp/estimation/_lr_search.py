@@ -389,12 +389,12 @@ def _row_scaled_band(band, s):
     """``v -> diag(s) (A diag(v) A^T) diag(s)`` in the upper banded storage of ``band(v)`` (that of ``A``):
     the Gram of the row-scaled channel ``diag(s) A``."""
 
-    factor = None  # s_i s_j in the band's storage: built once (a gather of rows x k), used at every call
+    factor = None  # s_i s_j in the band's storage: built at the first call (a gather of rows x k), then reused
 
     def scaled(v):
         nonlocal factor
         ab = band(v)
-        if factor is None or factor.shape != ab.shape:
+        if factor is None:
             rows, k = ab.shape
             i = np.arange(k)[None, :] - (rows - 1 - np.arange(rows))[:, None]  # ab[r, j] holds M[i, j]
             factor = s[None, :] * s[np.maximum(i, 0)]

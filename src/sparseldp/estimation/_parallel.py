@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ._toeplitz import one_fft_thread
+from ._fft import one_fft_thread
 
 try:  # optional (the cli extra installs it): the core needs numpy and scipy alone
     from threadpoolctl import threadpool_limits

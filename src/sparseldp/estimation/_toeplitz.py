@@ -15,6 +15,7 @@ each ``O(m log m)`` by a real FFT of length ``L >= m`` (no wrap-around:
 ``w`` is zero outside ``0..s-1``) instead of ``O(k s)`` as a sparse product.
 That is what makes the regularization path of ``method="auto"`` and the
 bootstrap affordable on domains of ``10^4`` values with windows of hundreds.
+The transforms themselves and their threads are :mod:`sparseldp.estimation._fft`'s.
 
 Column scaling as in :class:`~sparseldp.estimation.model._Model`:
 ``S[x, j] = w(j - x) / max_x' w(j - x')``, i.e. ``w_rel(j - x) f_j`` with
@@ -51,15 +52,12 @@ the double run's, relative to the largest probability.
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import numpy as np
 import scipy.fft as sfft
 import scipy.sparse as sp
 
-# Batches with at least this many columns use two FFT threads.
-_PARALLEL_ROWS = 8
+from ._fft import _IRFFT, _RFFT, fft_workers
+
 # Entries of a convolution below this share of the column's largest entry are raised to it.
 _REL_FLOOR = 1e-13
 # The same for single precision (em_rows' dtype=float32): its roundoff is 2^29 times double's.
@@ -93,63 +91,12 @@ _DENSE_EDGE = 2_000_000
 # length 1,200, double; the zero-inflated fit below), and float32 values near 1.2e-38 doubled it.
 ITERATE_FLOOR = {np.dtype(np.float64): 1e-200, np.dtype(np.float32): 1e-30}
 
-_LOCAL = threading.local()
-
-
 def _next_look(said, t: int):
     """What an EM run's ``observe`` said after ``t`` steps: ``None`` to stop (true), else the next step
     to call it at (``t + 1`` for false, or the step it gave, at least ``t + 1``)."""
     if isinstance(said, (bool, np.bool_)) or said is None:
         return None if said else t + 1
     return max(int(said), t + 1)
-
-
-def _direct_transforms():
-    """``(rfft, irfft)`` along the last axis of a 2-D array, straight into scipy's pocketfft module
-    (``scipy.fft._pocketfft.pypocketfft``): without ``scipy.fft``'s dispatch and argument handling,
-    about 10 us a call, as much as the transform itself at the lengths of 1,000-value domains (1,500).
-    Inputs must have the transform's length (no padding here) and a real or complex float dtype.  The
-    module is private, so the pair is checked against ``scipy.fft`` on both precisions at import; where
-    it is missing or disagrees, ``scipy.fft``'s own functions stand in."""
-
-    def public():
-        return (lambda X, workers: sfft.rfft(X, axis=-1, workers=workers),
-                lambda F, n, workers: sfft.irfft(F, n, axis=-1, workers=workers))
-
-    try:
-        from scipy.fft._pocketfft import pypocketfft as pfft
-
-        def rfft(X, workers):
-            return pfft.r2c(X, (X.ndim - 1,), True, 0, None, workers)
-
-        def irfft(F, n, workers):
-            return pfft.c2r(F, (F.ndim - 1,), n, False, 2, None, workers)
-
-        rng = np.random.default_rng(0)
-        for dtype in (np.float32, np.float64):
-            X = rng.random((3, 37)).astype(dtype)
-            F, G = rfft(X, 1), sfft.rfft(X, axis=-1)
-            Y, Z = irfft(F, 37, 1), sfft.irfft(G, 37, axis=-1)
-            if F.dtype != G.dtype or Y.dtype != Z.dtype or not (np.array_equal(F, G) and np.array_equal(Y, Z)):
-                return public()
-        return rfft, irfft
-    except Exception:  # pragma: no cover - a scipy without the private module: the public functions
-        return public()
-
-
-_RFFT, _IRFFT = _direct_transforms()
-
-
-@contextlib.contextmanager
-def one_fft_thread():
-    """Within this context (in the calling thread only), the FFT products use one thread: for
-    callers that run several batches in threads of their own (:mod:`sparseldp.estimation._parallel`)."""
-    before = getattr(_LOCAL, "single", False)
-    _LOCAL.single = True
-    try:
-        yield
-    finally:
-        _LOCAL.single = before
 
 
 class _Conv:
@@ -189,13 +136,8 @@ class _Conv:
         self.mid_ix = _as_slice(self.mid)
         self.i_mid_ix = _as_slice(self.i_mid)
 
-    @staticmethod
-    def _workers(rows: int) -> int:
-        """FFT threads for a batch of ``rows``: two for a large batch, one inside :func:`one_fft_thread`."""
-        return 2 if rows >= _PARALLEL_ROWS and not getattr(_LOCAL, "single", False) else 1
-
     def _fft(self, X, spectrum, n):
-        workers = self._workers(X.shape[0])
+        workers = fft_workers(X.shape[0])
         if X.shape[1] != self.L:  # zero-padded to the transform's length
             Xp = np.zeros((X.shape[0], self.L), X.dtype)
             Xp[:, :X.shape[1]] = X
@@ -286,7 +228,7 @@ class _Conv:
         rel_floor = dtype.type(_REL_FLOOR_SINGLE if single else _REL_FLOOR)
         tiny = dtype.type(ITERATE_FLOOR[dtype])
         scale = None if inv_n is None else np.broadcast_to(np.asarray(inv_n, dtype=dtype), (b,))[:, None]
-        workers = self._workers(b)
+        workers = fft_workers(b)
         xp = np.zeros((b, L), dtype)
         xr = np.zeros((b, L), dtype)
         p = xp[:, :k]

@@ -344,6 +344,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
                          "carries none (estimate_frequencies(..., return_info=True) keeps them)")
     if counts is not None:  # the estimate's own reports: they must be this mechanism's outputs on the domain
         counts = checked_counts(estimate, model)
+    values = np.asarray(estimate.values)
     q_unscaled = np.asarray(model.unscaled().T @ p_hat).ravel()
     q_hat = np.maximum(q_unscaled, 0.0)
     q_hat /= q_hat.sum()
@@ -351,7 +352,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
     with small_blas(model.k, model.m):
         P, conv, gaps, single, relaxed = _refit_replicates(
             model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter, single=precision == "single",
-            counts=counts, values=np.asarray(estimate.values, dtype=float), relaxed=relaxed)
+            counts=counts, values=values.astype(float), relaxed=relaxed)
     flow, is_mle = method == "em-flow", method == "em"
     if method in ("em-steps", "em-flow"):
         method = "em"
@@ -400,10 +401,9 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
         warnings.warn(f"the {B} bootstrap refits ({label}) are all the same distribution{why}; every interval "
                       f"has zero width and says nothing of the sampling error{advice}", RuntimeWarning, stacklevel=2)
     elif reference is None and model.k > 1 and counts is not None:
-        _warn_if_narrower_than_the_reports(P, np.asarray(estimate.values), model, counts, n,
+        _warn_if_narrower_than_the_reports(P, values, model, counts, n,
                                            estimate.regularization or estimate.method, is_mle)
     P.setflags(write=False)
-    values = np.asarray(estimate.values)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
                      precision="single" if single else "double", robust=robust, reference=reference,
                      relaxed=relaxed)
