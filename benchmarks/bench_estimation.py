@@ -261,7 +261,8 @@ def _long_window(n, t_count) -> list[dict]:
     """The hard truth under ``design("laplace", eps=1, delta=1e-6, H=10)`` (a window of 275): auto, then
     the bootstrap at its default B (the issue's end-to-end target: counting, whose median ``t_count``
     was measured on the 10^8 reports above, + fit + intervals under 15 s), and with plain instead of
-    over-relaxed refits (``relaxed=False``, the same histograms); B = 50 as one batch of refits
+    the default refits along the EM flow (Runge-Kutta-Chebyshev steps, else over-relaxed ones;
+    ``relaxed=False``, the same histograms); B = 50 as one batch of refits
     and in blocks over threads (estimation._parallel, the default), same seed, same run; and B = 200 in
     blocks, single against double precision.  Counts drawn directly, one run each."""
     import inspect
@@ -283,7 +284,7 @@ def _long_window(n, t_count) -> list[dict]:
                  "median_s": t_count + t_fit + t_default,
                  "note": f"count {t_count:.2f} s (median above) + fit {t_fit:.2f} s + bootstrap {t_default:.2f} s "
                          f"(one run each); mean 95% interval width {hi - lo:.3g}"})
-    # the default refits take over-relaxed steps (bootstrap's relaxed): against plain steps, the same histograms
+    # the default refits follow the EM flow (bootstrap's relaxed): against plain steps, the same histograms
     t0 = time.perf_counter()
     plain = est.bootstrap(mech, rng=0, relaxed=False)
     t_plain = time.perf_counter() - t0
@@ -291,9 +292,9 @@ def _long_window(n, t_count) -> list[dict]:
     for stat, kw in (("mean", {}), ("var", {}), ("range", {"a": 3000, "b": 4000}), ("cdf", {"x": K // 5})):
         (lo, hi), (plo, phi) = (getattr(est, stat)(ci=b, **kw)[1] for b in (bs, plain))
         moved = max(moved, abs(lo - plo) / (phi - plo), abs(hi - phi) / (phi - plo))
-    rows.append({"name": f"window {mech.s}: bootstrap B = {B}, over-relaxed refits (the default) vs plain steps",
+    rows.append({"name": f"window {mech.s}: bootstrap B = {B}, the default refits (Chebyshev or over-relaxed) vs plain steps",
                  "median_s": t_default, "ratio": t_plain / t_default,
-                 "note": f"relaxed={bs.relaxed}; plain {t_plain:.1f} s; the mean's, variance's, a range's and a CDF "
+                 "note": f"refit_steps={bs.refit_steps}; plain {t_plain:.1f} s; the mean's, variance's, a range's and a CDF "
                          f"value's interval ends moved {moved:.1e} of their width (one run each)"})
     times, widths = {}, {}
     for label, min_columns in (("one batch", 10**9), ("blocks in threads", _parallel._MIN_COLUMNS)):

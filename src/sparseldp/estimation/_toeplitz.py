@@ -219,84 +219,24 @@ class _Conv:
         so the iterates are the same bit for bit): 1,000 values under a Gaussian window of 695 (438 exact
         end columns), 10^4 reports, 25 rows in single precision, 79 us a row and step against 35-44 us.
         """
-        dtype = np.dtype(dtype)
-        if dtype not in (np.float64, np.float32):
-            raise ValueError(f"dtype must be float64 or float32; got {dtype}")
-        b, k, L = P.shape[0], self.k, self.L
-        single = dtype == np.float32
-        W, Wc = (self.W.astype(np.complex64), self.Wc.astype(np.complex64)) if single else (self.W, self.Wc)
-        rel_floor = dtype.type(_REL_FLOOR_SINGLE if single else _REL_FLOOR)
-        tiny = dtype.type(ITERATE_FLOOR[dtype])
-        scale = None if inv_n is None else np.broadcast_to(np.asarray(inv_n, dtype=dtype), (b,))[:, None]
-        workers = fft_workers(b)
-        xp = np.zeros((b, L), dtype)
-        xr = np.zeros((b, L), dtype)
-        p = xp[:, :k]
-        p[...] = P
-        C = np.asarray(C, dtype=float)
-        # the factor 1 / n goes into the counts (g = S (c / q) / n sums to 1 against p): each step is then
-        # p *= g alone; without inv_n, each row's own total, and the rows renormalized every
-        # _RENORMALIZE steps (every step where observe reads them) against drift
-        if scale is None:
-            total = C.sum(axis=1)
-            C = C * (1.0 / np.where(total > 0, total, 1.0))[:, None]
-        else:
-            C = C * np.asarray(scale, dtype=float)
-        if relax and scale is not None:
+        if relax and inv_n is not None:
             raise ValueError("relaxed steps renormalize every step: inv_n must be None")
+        rs = _RowSteps(self, P, C, inv_n, dtype, observe is not None)
+        p, tiny, scale = rs.p, rs.tiny, rs.scale
         renormalize = 1 if observe is not None or relax else _RENORMALIZE
-        mid_slice = isinstance(self.mid_ix, slice)
-        Cm = C[:, self.i_mid_ix].astype(dtype)
-        Rm = xr[:, self.mid_ix] if mid_slice else np.zeros_like(Cm)
-        edges = self.i_edge.size > 0
-        rows, E, ET = self.edge_rows, self.E, self.ET
-        Qe = np.zeros((b, 0))
-        Ce = C[:, self.i_edge]
-        if edges and observe is None:
-            # no one reads Q: the end outputs no row observes add nothing (their ratio is 0), so their
-            # exact columns are left out (the far ends of a wide window: most of them at 10^4 reports)
-            seen = np.flatnonzero((Ce > 0).any(axis=0))
-            if seen.size < Ce.shape[1]:
-                E = sp.csr_array(E[:, seen])
-                touched = np.flatnonzero(np.diff(E.indptr))  # the values that reach those outputs
-                rows, E = rows[touched], sp.csr_array(E[touched])
-                ET, Ce = sp.csr_array(E.T), Ce[:, seen]
-                edges = seen.size > 0
-        has_e = Ce > 0
-        Re = np.zeros_like(Ce)
-        if edges and E.shape[0] * E.shape[1] <= _DENSE_EDGE:  # small: dense products (BLAS), not sparse ones
-            E = E.toarray()
-            ET = np.ascontiguousarray(E.T)
-        Q = None if observe is None else np.empty((b, self.obs.size))  # reused: observe reads it at once
+        Q = None if observe is None else np.empty((p.shape[0], self.obs.size))  # reused: observe reads it at once
         look = 0  # the next step observe sees (solvers._em_run: it may name a later one)
         for t in range(steps + 1):
             if t == steps and observe is None:
                 break
-            F = _RFFT(xp, workers)
-            F *= W
-            Z = _IRFFT(F, L, workers)
-            floor = rel_floor * Z[:, self.span].max(axis=1, keepdims=True)
-            Zm = Z[:, self.mid_ix]
-            np.maximum(Zm, floor, out=Zm)  # > 0: a ratio with no count is 0
-            if edges:
-                Qe = p[:, rows].astype(float) @ E if isinstance(E, np.ndarray) else (ET @ p[:, rows].T.astype(float)).T
+            Zm, Qe = rs.forward()
             if observe is not None and (t >= look or t == steps):  # Q only where observe reads it
                 Q[:, self.i_mid_ix] = Zm if self.f_mid is None else Zm * self.f_mid
                 Q[:, self.i_edge] = Qe
                 look = _next_look(observe(t, p, Q), t)
                 if look is None or t == steps:
                     break
-            np.divide(Cm, Zm, out=Rm)  # f_j r_j = c_j / (f_j Z_j) * f_j
-            if not mid_slice:
-                xr[:, self.mid] = Rm
-            if edges:
-                np.divide(Ce, Qe, out=Re, where=has_e)
-            F = _RFFT(xr, workers)
-            F *= Wc
-            G = _IRFFT(F, L, workers)[:, :k]
-            np.maximum(G, 0.0, out=G)
-            if edges:
-                G[:, rows] += Re @ ET if isinstance(E, np.ndarray) else (E @ Re.T).T
+            G = rs.backward()
             p *= G
             for _ in range(relax):  # p <- p * g^(1 + 1/2 + ... + 2^-relax), renormalized every step
                 np.sqrt(G, out=G)
@@ -308,6 +248,20 @@ class _Conv:
         if scale is None:  # the rows sum to 1 (in double too)
             out /= out.sum(axis=1, keepdims=True)
         return out
+
+    def g_rows(self, P: np.ndarray, C: np.ndarray, dtype=np.float64):
+        """``(p, g)``: the EM map's factor ``g(p) = S (c / (n S^T p))`` on rows, as :meth:`em_rows` computes it
+        (``p`` a ``b x k`` buffer of ``dtype`` holding ``P``, to be overwritten with any rows, ``g()`` their
+        factors as a fresh ``b x k`` array of ``dtype``; the counts ``C`` are each row's own, normalized by
+        their totals).  For integrators of the EM flow other than plain steps (``solvers._em_chebyshev``)."""
+        rs = _RowSteps(self, P, C, None, dtype, False)
+
+        def g():
+            rs.forward()
+            return rs.backward()
+
+        return rs.p, g
+
 
     def gram_band(self, w: np.ndarray) -> np.ndarray:
         r"""``S diag(w) S^T`` (``k x k``, ``w`` on the observed outputs) in LAPACK's upper banded storage.
@@ -339,6 +293,101 @@ class _Conv:
             up = r <= c
             np.add.at(ab, (s - 1 + r[up] - c[up], c[up]), Me.data[up])
         return ab
+
+
+class _RowSteps:
+    r"""The buffers and products of :meth:`_Conv.em_rows`, one EM evaluation at a time: :meth:`forward` the
+    outputs ``S^T p`` of the rows ``p`` (middle ones through the FFT, floored; exact end ones),
+    :meth:`backward` the factor ``g = S r``, ``r = c / (S^T p)`` (the counts carry each row's ``1 / n``).
+
+    The zero-padded FFT inputs are kept from evaluation to evaluation (the padding is written once, the
+    ratios ``r`` land in place), the column scales cancel in the FFT outputs (``f_j r_j = c_j / (w_rel *
+    p)_j``), the end outputs' exact products touch only the ``2 (s - 1)`` values near the ends, and
+    without ``observed`` (no one reads the outputs) the exact end columns that no row observes are left out
+    (their ratio is 0, so the factors are the same bit for bit).
+    """
+
+    def __init__(self, conv: _Conv, P, C, inv_n, dtype, observed: bool):
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float64, np.float32):
+            raise ValueError(f"dtype must be float64 or float32; got {dtype}")
+        self.c = conv
+        b, k, L = P.shape[0], conv.k, conv.L
+        single = dtype == np.float32
+        self.W, self.Wc = ((conv.W.astype(np.complex64), conv.Wc.astype(np.complex64)) if single
+                           else (conv.W, conv.Wc))
+        self.rel_floor = dtype.type(_REL_FLOOR_SINGLE if single else _REL_FLOOR)
+        self.tiny = dtype.type(ITERATE_FLOOR[dtype])
+        self.scale = None if inv_n is None else np.broadcast_to(np.asarray(inv_n, dtype=dtype), (b,))[:, None]
+        self.workers = fft_workers(b)
+        self.xp = np.zeros((b, L), dtype)
+        self.xr = np.zeros((b, L), dtype)
+        self.p = self.xp[:, :k]
+        self.p[...] = P
+        C = np.asarray(C, dtype=float)
+        # the factor 1 / n goes into the counts (g = S (c / q) / n sums to 1 against p): each step is then
+        # p *= g alone; without inv_n, each row's own total, and the rows renormalized every
+        # _RENORMALIZE steps (every step where observe reads them) against drift
+        if self.scale is None:
+            total = C.sum(axis=1)
+            C = C * (1.0 / np.where(total > 0, total, 1.0))[:, None]
+        else:
+            C = C * np.asarray(self.scale, dtype=float)
+        self.mid_slice = isinstance(conv.mid_ix, slice)
+        self.Cm = C[:, conv.i_mid_ix].astype(dtype)
+        self.Rm = self.xr[:, conv.mid_ix] if self.mid_slice else np.zeros_like(self.Cm)
+        edges = conv.i_edge.size > 0
+        rows, E, ET = conv.edge_rows, conv.E, conv.ET
+        Ce = C[:, conv.i_edge]
+        if edges and not observed:
+            # no one reads Q: the end outputs no row observes add nothing (their ratio is 0), so their
+            # exact columns are left out (the far ends of a wide window: most of them at 10^4 reports)
+            seen = np.flatnonzero((Ce > 0).any(axis=0))
+            if seen.size < Ce.shape[1]:
+                E = sp.csr_array(E[:, seen])
+                touched = np.flatnonzero(np.diff(E.indptr))  # the values that reach those outputs
+                rows, E = rows[touched], sp.csr_array(E[touched])
+                ET, Ce = sp.csr_array(E.T), Ce[:, seen]
+                edges = seen.size > 0
+        self.has_e = Ce > 0
+        self.Re = np.zeros_like(Ce)
+        if edges and E.shape[0] * E.shape[1] <= _DENSE_EDGE:  # small: dense products (BLAS), not sparse ones
+            E = E.toarray()
+            ET = np.ascontiguousarray(E.T)
+        self.edges, self.rows, self.E, self.ET, self.Ce = edges, rows, E, ET, Ce
+        self.Qe = np.zeros((b, 0))
+
+    def forward(self):
+        """``(Zm, Qe)``: the middle outputs' FFT products of the rows ``p`` (floored; without their column
+        scales) and the end outputs' exact ones."""
+        c, p = self.c, self.p
+        F = _RFFT(self.xp, self.workers)
+        F *= self.W
+        Z = _IRFFT(F, c.L, self.workers)
+        floor = self.rel_floor * Z[:, c.span].max(axis=1, keepdims=True)
+        self.Zm = Zm = Z[:, c.mid_ix]
+        np.maximum(Zm, floor, out=Zm)  # > 0: a ratio with no count is 0
+        if self.edges:
+            E, rows = self.E, self.rows
+            self.Qe = p[:, rows].astype(float) @ E if isinstance(E, np.ndarray) else (self.ET @ p[:, rows].T.astype(float)).T
+        return Zm, self.Qe
+
+    def backward(self):
+        """The factor ``g`` (``b x k``) of the rows :meth:`forward` saw."""
+        c = self.c
+        np.divide(self.Cm, self.Zm, out=self.Rm)  # f_j r_j = c_j / (f_j Z_j) * f_j
+        if not self.mid_slice:
+            self.xr[:, c.mid] = self.Rm
+        if self.edges:
+            np.divide(self.Ce, self.Qe, out=self.Re, where=self.has_e)
+        F = _RFFT(self.xr, self.workers)
+        F *= self.Wc
+        G = _IRFFT(F, c.L, self.workers)[:, :c.k]
+        np.maximum(G, 0.0, out=G)
+        if self.edges:
+            E = self.E
+            G[:, self.rows] += self.Re @ self.ET if isinstance(E, np.ndarray) else (E @ self.Re.T).T
+        return G
 
 
 def _fft_length(k: int, s: int, mid: np.ndarray) -> int:
@@ -377,6 +426,10 @@ class _ConvA:
     def em_rows(self, P, C, steps, inv_n=None, observe=None, dtype=np.float64, relax=0):
         """Plain (or over-relaxed) EM steps on rows (:meth:`_Conv.em_rows`)."""
         return self._c.em_rows(P, C, steps, inv_n, observe, dtype, relax)
+
+    def g_rows(self, P, C, dtype=np.float64):
+        """The EM map's factor on rows (:meth:`_Conv.g_rows`)."""
+        return self._c.g_rows(P, C, dtype)
 
 
 class _ConvAT:

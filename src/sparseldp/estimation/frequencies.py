@@ -155,8 +155,8 @@ class FrequencyEstimate(ReadOnlyArrays):
         privatized counts (no privacy role), so a seed is fine here.
         ``tol`` and ``max_iter`` are the refits' stopping rule and cap, the
         knobs its warning about unconverged refits names; ``precision`` the
-        arithmetic of long-window EM-step refits, ``relaxed`` whether long EM-step refits take
-        over-relaxed steps (checked on this estimate's own counts).  ``robust=True`` also
+        arithmetic of long-window EM-step refits, ``relaxed`` whether long EM-step refits follow the
+        EM flow by Runge-Kutta-Chebyshev or over-relaxed steps (checked on this estimate's own counts).  ``robust=True`` also
         bootstraps the MLE on this estimate's report counts, and every interval
         becomes the hull of the two: intervals that do not rely on the truth
         being as smooth as a regularized estimate (heaped or rounded data).

@@ -25,7 +25,7 @@ from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
 from ._ems import _check_smooth, _ems_fixed
-from .solvers import METHODS, _METHODS_TEXT, _em_time, _least_squares, project_simplex
+from .solvers import CHEBYSHEV, METHODS, _METHODS_TEXT, _em_time, _least_squares, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
 # this estimated TV distance to its fixed point (a first fit uses 1e-8).  Both are far below the
@@ -57,11 +57,12 @@ _FINISH_SHARE = 0.05
 # reports of a zero-inflated count, B = 200: one straggler at 3.45 nats from the uniform start, 0.513
 # after a run from there, certified by the third; two runs had left it reported; 47.4 s against 47.8 s).
 _FINISH_RUNS = 4
-# The "em steps=t" refits with t at least this (and the cap's plain steps of "em flow=T") run over-relaxed steps
-# (solvers._em_time), about 4t/7 of them: accepted
+# The "em steps=t" refits with t at least this (and the cap's plain steps of "em flow=T") follow the EM flow by
+# Runge-Kutta-Chebyshev steps (solvers._em_chebyshev; about 380 evaluations for t = 1,379, 1,450 for 20,000), or
+# else over-relaxed steps (solvers._em_time, about 4t/7 of them): each accepted
 # where the estimate's own counts, refit so in double, land within _RELAXED_TOL bootstrap standard deviations of
 # the estimate on every value and CDF value whose deviation is at least _RELAXED_SD_FLOOR of the largest, and on
-# the mean (_relaxed_agrees); else every replicate is refit with plain steps.
+# the mean (_relaxed_agrees); where neither is, every replicate is refit with plain steps.
 _RELAXED_MIN_STEPS = 300
 _RELAX = 2  # over-relaxed steps p <- p g^(2 - 2^-_RELAX) (solvers._em_run)
 _RELAXED_TOL = 0.1
@@ -112,22 +113,24 @@ def _relaxed_agrees(P: np.ndarray, relaxed_row: np.ndarray, p_hat: np.ndarray, v
     return abs(float(values @ d)) <= _RELAXED_TOL * sd_mean
 
 
-def _checked_relaxed(fit_rows, C, own, p_hat, values):
-    """``(P, ok, relaxed)``: ``fit_rows(rows of counts, relax, single) -> (P, ok mask)`` on the replicate
-    histograms ``C`` over-relaxed (:data:`_RELAX`), where ``own`` (the estimate's own counts) is given
-    and its relaxed refit, in double precision, agrees with the estimate ``p_hat``
-    (:func:`_relaxed_agrees`), else with plain steps.  In double, as the estimate is, so that the check
-    measures the relaxation and not single precision's rounding, which the bootstrap's ``precision``
-    answers for (on 100 values under a Gaussian window of 261, ``em steps=7088``, 10^7 reports, the
-    relaxation moved the worst value by 0.003 standard deviations in double, single precision's
-    rounding by 0.11-0.12)."""
+def _checked_relaxed(fit_rows, C, own, p_hat, values, schemes=(CHEBYSHEV, _RELAX)):
+    """``(P, ok, scheme)``: ``fit_rows(rows of counts, relax, single) -> (P, ok mask)`` on the replicate
+    histograms ``C`` by the first of ``schemes`` (``solvers._em_time``'s ``relax``: the EM flow by
+    Runge-Kutta-Chebyshev steps, then over-relaxed steps, :data:`_RELAX`) whose refit of the estimate's own
+    counts ``own`` (given), in double precision, agrees with the estimate ``p_hat`` (:func:`_relaxed_agrees`,
+    against that scheme's replicates); else with plain steps.  ``scheme`` is ``"chebyshev"``,
+    ``"over-relaxed"`` or ``"plain"``.  In double, as the estimate is, so that the check measures the
+    scheme and not single precision's rounding, which the bootstrap's ``precision`` answers for (on 100
+    values under a Gaussian window of 261, ``em steps=7088``, 10^7 reports, the over-relaxation moved the
+    worst value by 0.003 standard deviations in double, single precision's rounding by 0.11-0.12)."""
     if own is not None:
-        P, ok = fit_rows(C, _RELAX, None)  # ok: the flow's substeps converged (they are reported either way)
-        relaxed_row, ok_r = fit_rows(own[None, :], _RELAX, False)
-        if ok_r[0] and _relaxed_agrees(P, relaxed_row[0], p_hat, values):
-            return P, ok, True
+        for scheme in schemes:
+            P, ok = fit_rows(C, scheme, None)  # ok: the flow's substeps converged (they are reported either way)
+            row, ok_r = fit_rows(own[None, :], scheme, False)
+            if ok_r[0] and _relaxed_agrees(P, row[0], p_hat, values):
+                return P, ok, CHEBYSHEV if scheme == CHEBYSHEV else "over-relaxed"
     P, ok = fit_rows(C, 0, None)
-    return P, ok, False
+    return P, ok, "plain"
 
 
 def _refit_plan(estimate, smooth):
@@ -176,18 +179,19 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     ``method`` is :func:`_refit_plan`'s: ``"em-steps"`` (``steps`` plain EM steps from the
     uniform start; on FFT products in single precision if ``single``), ``"ems"`` (``smooth`` passes
     of weight ``weight``, warm-started at ``p_hat``), ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``)
-    or ``"inversion"``.  Returns ``(P, converged mask, gaps or None, single, relaxed)``, ``P`` with one
+    or ``"inversion"``.  Returns ``(P, converged mask, gaps or None, single, scheme)``, ``P`` with one
     replicate per row, ``gaps`` the MLE refits' certified log-likelihood gaps (nats) or the EMS refits'
     estimated TV distances to their fixed points and last steps (``2 x B``), ``single`` whether
-    single precision was used and ``relaxed`` whether the plain EM steps of ``"em steps=t"`` and
-    ``"em flow=T"`` refits ran over-relaxed: where ``relaxed`` allows, they are at least
-    :data:`_RELAXED_MIN_STEPS` and the estimate's own ``counts`` (on all outputs; ``values``, the
-    domain's) are given to check them (:func:`_checked_relaxed`).
+    single precision was used and ``scheme`` how the plain EM steps of ``"em steps=t"`` and
+    ``"em flow=T"`` refits ran: ``"chebyshev"`` (the EM flow by Runge-Kutta-Chebyshev steps),
+    ``"over-relaxed"`` or ``"plain"`` (:func:`_checked_relaxed`; the first two where ``relaxed`` allows, the
+    steps are at least :data:`_RELAXED_MIN_STEPS` and the estimate's own ``counts`` (on all outputs;
+    ``values``, the domain's) are given to check them); ``""`` for the other methods.
     """
     B, k = C.shape[0], model.k
     if method == "inversion":
         P = np.vstack([project_simplex(_least_squares(model, C[b] / n)) for b in range(B)])
-        return P, np.ones(B, bool), None, False, False
+        return P, np.ones(B, bool), None, False, ""
     # auto's plain EM steps ("em steps=t", and the cap's steps before "em flow=T") may run over-relaxed, with
     # the estimate's own counts refit alongside as a check (_checked_relaxed)
     plain_steps = steps if method == "em-steps" else min(steps or 0, _STOP_CAP)
@@ -210,8 +214,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             P, failed = np.hstack([part[0] for part in parts]), np.concatenate([part[1] for part in parts])
             return P.T, ~failed
 
-        P, ok, relaxed = _checked_relaxed(flow_rows, C, own, p_hat, values)
-        return P, ok, None, single, relaxed
+        P, ok, scheme = _checked_relaxed(flow_rows, C, own, p_hat, values)
+        return P, ok, None, single, scheme
     # FFT products where they apply; every refit is column by column, so blocks run in threads
     # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
     # outputs; the MLE's refits index outputs by position, and the fused FFT steps skip the
@@ -238,8 +242,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
                                                                    relax), rows, parts)),
                     np.ones(rows, bool))
 
-        P, ok, relaxed = _checked_relaxed(step_rows, C, own, p_hat, values)
-        return P, ok, None, single, relaxed
+        P, ok, scheme = _checked_relaxed(step_rows, C, own, p_hat, values)
+        return P, ok, None, single, scheme
     if method == "ems":
         C = np.ascontiguousarray(C[:, used])
         # a warm start with exact zeros would keep them (multiplicative update); EMS's own fits have none
@@ -252,7 +256,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         if _finish_pays(model, left.size, B):  # stragglers: another max_iter evaluations from where they are
             P[left], _, conv[left], dist[:, left] = _refit_ems(A, AT, C[left], float(n), P[left], smooth, weight,
                                                                tol, max_iter)
-        return P, conv, dist, False, False
+        return P, conv, dist, False, ""
     start = (1.0 - _EM_WARM_MIX) * p_hat + _EM_WARM_MIX / k
     CT = np.ascontiguousarray(C.T)
 
@@ -289,7 +293,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         _ipm_finish(model, CT, float(n), P, conv, gaps, tol)
     _mle_finish(model, CT, float(n), P, conv, gaps, tol, max_iter)
     P = np.maximum(P, 0.0).T
-    return P / P.sum(axis=1, keepdims=True), conv, gaps, False, False
+    return P / P.sum(axis=1, keepdims=True), conv, gaps, False, ""
 
 
 def _finish_pays(model, left: int, B: int) -> bool:

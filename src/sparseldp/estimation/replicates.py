@@ -62,8 +62,13 @@ class Bootstrap(ReadOnlyArrays):
     robust : bool
         Whether the intervals are robust to regularization bias (``bootstrap(..., robust=True)``).
     relaxed : bool
-        Whether the plain EM steps of ``auto``'s ``"em steps=t"`` or ``"em flow=T"`` refits ran
-        over-relaxed, checked on the estimate's own counts (``bootstrap``'s ``relaxed``).
+        Whether the plain EM steps of ``auto``'s ``"em steps=t"`` or ``"em flow=T"`` refits were
+        replaced by a faster integrator of the EM flow, checked on the estimate's own counts
+        (``bootstrap``'s ``relaxed``; ``refit_steps`` says which).
+    refit_steps : str
+        How those refits ran their EM steps: ``"chebyshev"`` (the EM flow by Runge-Kutta-Chebyshev
+        steps), ``"over-relaxed"`` (steps ``p <- p g^(7/4)``) or ``"plain"``; ``""`` where the
+        refits are not EM steps (the MLE, EMS, inversion).
     reference : Bootstrap or None
         With ``robust`` and a regularized estimate: the MLE's own bootstrap (its ``p`` the MLE of
         the same report counts).  Every interval is then the hull of this bootstrap's and the
@@ -79,6 +84,7 @@ class Bootstrap(ReadOnlyArrays):
     robust: bool = field(default=False)
     reference: Bootstrap | None = field(default=None, repr=False, compare=False)
     relaxed: bool = field(default=False)
+    refit_steps: str = field(default="")
 
     def __post_init__(self):
         for name in ("p", "values", "replicates"):

@@ -30,6 +30,8 @@ from .model import _Model
 #: check against this (re-exported as ``sparseldp.estimation.METHODS``).
 METHODS = ("auto", "em", "ems", "inversion")
 _METHODS_TEXT = one_of(METHODS)  # for error messages
+#: ``_em_time``'s ``relax`` for the EM flow by Runge-Kutta-Chebyshev steps (:func:`_em_chebyshev`).
+CHEBYSHEV = "chebyshev"
 
 def project_simplex(v) -> np.ndarray:
     r"""Euclidean projection of a real vector onto the probability simplex.
@@ -171,9 +173,9 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
 
     ``relax`` (an integer ``r >= 0``): over-relaxed steps ``p <- p * g(p)^h``, ``h = 2 - 2^-r`` (by ``r``
     square roots of ``g``; renormalized, so ``inv_n`` must be ``None``), each worth ``h`` plain steps;
-    0: plain steps.  In ``theta = log p`` a plain step is the explicit Euler step of length 1 of the
-    EM flow ``d theta / dt = g(p) - 1`` (:mod:`sparseldp.estimation._flow`), and a relaxed one is the
-    step of length ``h < 2``.  Near a fixed point a direction the plain step shrinks by ``1 - mu``
+    0: plain steps.  In ``theta = log p`` a plain step is ``theta <- theta + log g``, the explicit Euler
+    step of length 1 of the flow ``d theta / dt = log g(p)`` (to first order in ``g - 1`` the EM flow
+    ``g - 1`` of :mod:`sparseldp.estimation._flow`), and a relaxed one is the step of length ``h < 2``.  Near a fixed point a direction the plain step shrinks by ``1 - mu``
     (``0 <= mu <= 1``) shrinks by ``1 - h mu``, whose size stays below 1 but for ``mu = 0``: the fast
     directions still die out, and in the slow ones ``t / h`` relaxed steps agree with ``t`` plain
     steps to ``t (h - 1) mu^2 / 2`` in the exponent, which is small wherever ``(1 - mu)^t`` is not.
@@ -232,12 +234,164 @@ def _em_time(A, AT, P, C, steps, single=False, relax=0):
     """The rows ``P`` (``b x k``) moved by ``steps`` plain EM steps' worth (counts ``C``, rows): ``steps`` plain
     steps, or for ``relax = r > 0`` ``2^r floor(steps / (2^(r+1) - 1))`` over-relaxed steps of
     :func:`_em_run`, each worth ``2 - 2^-r`` plain ones, then the remaining ``steps mod (2^(r+1) - 1)``
-    plain ones (renormalized every step either way)."""
+    plain ones (renormalized every step either way); for ``relax = "chebyshev"`` the EM flow to time ``steps``
+    (:func:`_em_chebyshev`)."""
+    if relax == CHEBYSHEV:
+        return _em_chebyshev(A, AT, P, C, steps, single)
     if not relax:
         return _em_run(A, AT, P, C, steps, single=single)
     period = (1 << (relax + 1)) - 1  # 2^r relaxed steps make 2^(r+1) - 1 plain ones
     P = _em_run(A, AT, P, C, (1 << relax) * (steps // period), single=single, relax=relax)
     return _em_run(A, AT, P, C, steps % period, single=single) if steps % period else P
+
+
+# The Chebyshev refits (_em_chebyshev): plain EM steps first (the log-flow's Euler steps of length 1, which are
+# what the estimate is), then second-order Runge-Kutta-Chebyshev steps of length h = _CHEB_GROWTH * t (t the time
+# reached), each with the fewest stages s whose stability interval, _CHEB_MARGIN * beta(s), holds h; the log of
+# the EM factor floored at _CHEB_G_FLOOR (a value whose factor is that small is leaving the support at more
+# than a nat a unit of time; below, log g's Jacobian grows as 1 / g and would make the flow stiff).
+_CHEB_WARM = 30
+_CHEB_GROWTH = 0.1
+_CHEB_MARGIN = 0.6
+_CHEB_G_FLOOR = 0.2
+_CHEB_DAMPING = 2.0 / 13.0  # Verwer, Hundsdorfer and Sommeijer's damping: beta(s) ~ 0.65 s^2
+
+
+def _rkc_coefficients(s: int):
+    """``(mu_t, mu, nu, gamma_t, beta)`` of the damped second-order Runge-Kutta-Chebyshev method with ``s >= 2``
+    stages (Sommeijer, Shampine and Verwer 1998, RKC; damping ``eps = 2/13``, ``w0 = 1 + eps / s^2``): stage
+    ``j >= 2`` is ``Y_j = (1 - mu_j - nu_j) Y_0 + mu_j Y_{j-1} + nu_j Y_{j-2} + mu_t_j h F(Y_{j-1}) + gamma_t_j h
+    F(Y_0)``, ``Y_1 = Y_0 + mu_t_1 h F(Y_0)``, and ``beta`` the length of the real stability interval,
+    ``(2/3)(s^2 - 1)(1 - 2 eps / 15)``."""
+    eps = _CHEB_DAMPING
+    w0 = 1.0 + eps / s ** 2
+    T, dT, ddT = np.zeros(s + 1), np.zeros(s + 1), np.zeros(s + 1)
+    T[0], T[1], dT[1] = 1.0, w0, 1.0
+    for j in range(2, s + 1):  # Chebyshev polynomials and their first two derivatives at w0
+        T[j] = 2 * w0 * T[j - 1] - T[j - 2]
+        dT[j] = 2 * T[j - 1] + 2 * w0 * dT[j - 1] - dT[j - 2]
+        ddT[j] = 4 * dT[j - 1] + 2 * w0 * ddT[j - 1] - ddT[j - 2]
+    w1 = dT[s] / ddT[s]
+    b = np.zeros(s + 1)
+    b[2:] = ddT[2:] / dT[2:] ** 2
+    b[0] = b[1] = b[2]
+    mu_t, mu, nu, gam = np.zeros(s + 1), np.zeros(s + 1), np.zeros(s + 1), np.zeros(s + 1)
+    mu_t[1] = b[1] * w1
+    for j in range(2, s + 1):
+        mu[j] = 2 * w0 * b[j] / b[j - 1]
+        nu[j] = -b[j] / b[j - 2]
+        mu_t[j] = 2 * w1 * b[j] / b[j - 1]
+        gam[j] = -(1 - b[j - 1] * T[j - 1]) * mu_t[j]
+    return mu_t, mu, nu, gam, _rkc_beta(s)
+
+
+def _chebyshev_schedule(t0: float, T: float) -> list[tuple[float, int]]:
+    """The steps ``(h, s)`` from time ``t0`` to ``T`` (:data:`_CHEB_GROWTH`, :data:`_CHEB_MARGIN`): ``h = 0.1 t``,
+    the last stretched to ``T`` where what remains is under 0.3 of a step."""
+    out, t = [], float(t0)
+    while t < T:
+        h = min(_CHEB_GROWTH * t, T - t)
+        if T - t - h < 0.3 * h:
+            h = T - t
+        s = 2
+        while _CHEB_MARGIN * _rkc_beta(s) < h:
+            s += 1
+        out.append((h, s))
+        t += h
+    return out
+
+
+def _rkc_beta(s: int) -> float:
+    """The length of the damped RKC method's real stability interval with ``s`` stages."""
+    return (2.0 / 3.0) * (s * s - 1) * (1 - 2 * _CHEB_DAMPING / 15)
+
+
+def _g_rows(A, AT, P, C, dtype):
+    """``(p, g)`` as ``_toeplitz._Conv.g_rows``: ``p`` a ``b x k`` buffer of ``dtype`` (holding ``P``), ``g()`` the
+    EM factors of its rows (``b x k``), counts ``C`` (rows) normalized by each row's total; FFT products where
+    ``A`` has them, else sparse or dense products in column layout."""
+    fused = getattr(A, "g_rows", None)
+    if fused is not None:
+        return fused(P, C, dtype)
+    if isinstance(A, np.ndarray):
+        A, AT = A.astype(dtype, copy=False), AT.astype(dtype, copy=False)
+    else:
+        dtype = np.dtype(np.float64)  # sparse products in double
+    C = np.asarray(C, dtype=float)
+    CT = np.ascontiguousarray((C / np.maximum(C.sum(axis=1, keepdims=True), 1e-300)).T.astype(dtype))
+    has = CT > 0
+    p = np.array(P, dtype=dtype)
+    floor = np.finfo(dtype).tiny
+
+    def g():
+        Q = AT @ p.T
+        np.maximum(Q, floor, out=Q)
+        R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
+        return (A @ R).T
+
+    return p, g
+
+
+def _em_chebyshev(A, AT, P, C, steps, single=False):
+    r"""The rows ``P`` (``b x k``) moved along the EM flow for time ``steps`` (counts ``C``, rows): an approximation
+    to ``steps`` plain EM steps that takes far fewer products where ``steps`` is long.
+
+    A plain step ``p <- p g(p)`` is, in ``theta = log p``, ``theta <- theta + log g``: the explicit Euler step
+    of length 1 of the EM flow ``d theta / dt = log g`` (renormalized; ``g`` sums to 1 against ``p``).  Where
+    the steps are many, ``t`` of them follow that flow to time ``t`` closely (measured: 10^4 values under the
+    Laplace window of 275, ``em steps=1379``, 10^8 reports: the flow integrated finely from the 5th step lies
+    within 0.05 bootstrap standard deviations of the plain steps on every value; the flow of ``g - 1``, to
+    which it is equal to first order, 0.36).  The flow is stiff (its fast directions decay at rate up to
+    about 1), which explicit steps of length above 2 cannot follow; Runge-Kutta-Chebyshev steps
+    (:func:`_rkc_coefficients`) of ``s`` stages are stable up to about ``0.65 s^2``, so time ``T`` costs
+    ``O(sqrt(T))`` evaluations of ``g`` per unit of step growth instead of ``T``.  Here: :data:`_CHEB_WARM` plain
+    steps, then steps of a tenth of the time reached (:func:`_chebyshev_schedule`): 20,000 plain steps'
+    worth in about 1,450 evaluations, 1,379 in about 380.  ``log g`` is floored at ``log 0.2``
+    (:data:`_CHEB_G_FLOOR`) and ``theta`` at ``log ITERATE_FLOOR``.  For the bootstrap's ``"em steps=t"``
+    refits, which check the agreement on the estimate's own counts (``refits._checked_relaxed``).
+    """
+    P = np.asarray(P, dtype=float)
+    warm = min(int(steps), _CHEB_WARM)
+    if warm:
+        P = _em_run(A, AT, P, C, warm, single=single)
+    if steps <= warm:
+        return P
+    dtype = np.dtype(np.float32 if single else np.float64)
+    p, g = _g_rows(A, AT, P, C, dtype)
+    dtype = p.dtype
+    log_floor = dtype.type(math.log(ITERATE_FLOOR[dtype]))
+    tiny = dtype.type(ITERATE_FLOOR[dtype])
+
+    def F(Y):  # log g at the rows exp(Y), normalized
+        np.subtract(Y, Y.max(axis=1, keepdims=True), out=p)
+        np.exp(p, out=p)
+        np.maximum(p, tiny, out=p)
+        np.multiply(p, 1.0 / p.sum(axis=1, keepdims=True), out=p)
+        G = g()
+        np.maximum(G, _CHEB_G_FLOOR, out=G)
+        return np.log(G, out=G)
+
+    Y = np.log(np.maximum(P, ITERATE_FLOOR[np.dtype(np.float64)])).astype(dtype)
+    coefficients = {}
+    for h, s in _chebyshev_schedule(warm, float(steps)):
+        if s not in coefficients:
+            coefficients[s] = _rkc_coefficients(s)
+        mu_t, mu, nu, gam, _ = coefficients[s]
+        F0 = F(Y).copy()
+        Y2, Y1 = Y, Y + dtype.type(mu_t[1] * h) * F0
+        for j in range(2, s + 1):
+            Yj = F(Y1)
+            Yj *= dtype.type(mu_t[j] * h)
+            Yj += dtype.type(1 - mu[j] - nu[j]) * Y
+            Yj += dtype.type(mu[j]) * Y1
+            Yj += dtype.type(nu[j]) * Y2
+            Yj += dtype.type(gam[j] * h) * F0
+            Y2, Y1 = Y1, Yj
+        Y = Y1 - Y1.max(axis=1, keepdims=True)
+        np.maximum(Y, log_floor, out=Y)
+    out = np.exp(Y.astype(np.float64))
+    out /= out.sum(axis=1, keepdims=True)
+    return out
 
 
 def _least_squares(model: _Model, f: np.ndarray) -> np.ndarray:
