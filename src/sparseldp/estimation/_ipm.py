@@ -125,10 +125,16 @@ def _low_rank_flops(k: int, m: int, r: int) -> float:
     return float((k + m) * r * r + 3 * r ** 3)
 
 
+def _entries_per_value(model) -> int:
+    """A channel model's stored entries per value (the window's width on a window channel): the band width
+    :func:`_ipm_seconds` and :func:`_ipm_affordable` price its banded Cholesky with."""
+    return model.nnz // max(model.k, 1)
+
+
 def _cholesky_seconds(model, m: int) -> float:
     """:func:`_ipm_seconds` by the Gram's Cholesky on a channel model: dense where the model factors a dense
     Gram (``model.dense_gram``), else banded with the window's width."""
-    return _ipm_seconds(model.k, m, model.dense_gram(m), model.nnz // max(model.k, 1))
+    return _ipm_seconds(model.k, m, model.dense_gram(m), _entries_per_value(model))
 
 
 # One iteration through the factor on the reference machine: its flops at _REF_RATE_LOW, the gradient's two
@@ -171,7 +177,7 @@ def _uses_low_rank(model, m: int) -> bool:
 def _affordable(model, m: int) -> bool:
     """Whether an interior-point iteration on ``m`` observed outputs of ``model`` is affordable, through the
     low-rank factor (:func:`_uses_low_rank`) or the Cholesky (:func:`_ipm_affordable`)."""
-    return _uses_low_rank(model, m) or _ipm_affordable(model.k, m, model.dense, model.nnz // max(model.k, 1))
+    return _uses_low_rank(model, m) or _ipm_affordable(model.k, m, model.dense, _entries_per_value(model))
 
 
 def _low_rank_of(model, obs):
