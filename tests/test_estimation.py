@@ -752,6 +752,7 @@ def test_estimate_cli_method_ems(tmp_path, capsys):
                  "--method", "ems", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["method"] == "ems" and doc["converged"] and doc["n"] == 20_000
+    assert "bootstrap_refits" not in doc  # EMS refits are not EM steps
     p = np.loadtxt(out, delimiter=",", skiprows=1)[:, 1]
     np.testing.assert_array_equal(p, estimate_frequencies(y, WIDE, domain=WIDE_DOMAIN, method="ems"))
     assert main(["estimate", "-m", str(spec), "-c", "age", str(src), "-o", str(out), "--domain", "0:99",
@@ -762,6 +763,39 @@ def test_estimate_cli_method_ems(tmp_path, capsys):
                  "--domain", "0:99", "--method", "emx"]) == 2
     assert "--method must be 'auto', 'em', 'ems' or 'inversion'; got 'emx'" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_estimate_cli_json_says_how_the_stopped_ems_refits_ran(tmp_path, capsys):
+    """``--json``'s ``bootstrap_refits``: for ``auto``'s stopped-EM member, how its bootstrap refits ran their EM
+    steps (``Bootstrap.refit_steps``); here ``em steps=244``, under the 300 steps where faster integrators
+    are tried: plain steps."""
+    import json
+
+    import sparseldp as sl
+    from sparseldp.cli import main
+    from sparseldp.sampling import sample
+
+    m = sl.SparseLaplace(lam=0.1, s=275)
+    spec = tmp_path / "mech.json"
+    spec.write_text(json.dumps({"family": "laplace", "lam": m.lam, "s": m.s}))
+    gen = np.random.default_rng(2)
+    v = np.arange(100)
+    p = np.exp(-0.5 * ((v - 50) / 15) ** 2)
+    p = 0.7 * p / p.sum()
+    p[20] += 0.3  # a smooth bump and an atom holding 30 %: auto stops EM
+    x = gen.choice(100, size=20_000, p=p)
+    src = tmp_path / "private.csv"
+    src.write_text("v\n" + "\n".join(map(str, sample(m, x, rng=gen))) + "\n")
+    assert main(["estimate", "-m", str(spec), "-c", "v", str(src), "-o", str(tmp_path / "e.csv"), "--domain",
+                 "0:99", "--json", "--no-profile"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    reg = doc["regularization"]
+    if reg.startswith("em steps=") or reg.startswith("em flow="):
+        steps = int(reg.split("=")[1])
+        assert doc["bootstrap_refits"] == ("plain" if steps < 300 else "chebyshev")
+    else:
+        assert "bootstrap_refits" not in doc
+    assert reg.startswith("em steps="), reg  # the data were chosen for that member: the key is there
 
 
 def _ill_conditioned():

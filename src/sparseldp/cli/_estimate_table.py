@@ -28,7 +28,7 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
                 profiled=False, each=False):
     """Derived statistics with bootstrap intervals (and with ``profiled`` the likelihood-ratio ones, columns
     ``lr_low, lr_high``): ``(rows, per-value bootstrap intervals or None, per-value likelihood-ratio intervals
-    (with ``each``) or None)``."""
+    (with ``each``) or None, the Bootstrap or None)``."""
     # seeded: the bootstrap only simulates on already privatized counts (no privacy role)
     b = est.bootstrap(target, B=B, rng=0, smooth=smooth if est.method == "ems" else None,
                       robust=robust) if B else None
@@ -52,7 +52,7 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
         a, c = rng_range
         rows.append(stat(f"P({a} <= X <= {c})", est.range, a=a, b=c))
     per_value = None if b is None else b.interval("p", level=level)
-    return rows, per_value, prof.interval("p", level) if each else None
+    return rows, per_value, prof.interval("p", level) if each else None, b
 
 
 #: Output formats of the estimate table, by extension.

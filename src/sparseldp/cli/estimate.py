@@ -12,7 +12,10 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
 * Prints derived statistics (mean, variance, ``--quantiles``, ``--range a:b``)
   with intervals from a parametric bootstrap of the counts (``--bootstrap B``
   replicates, seeded: it only simulates on privatized counts; 0 turns the
-  intervals off), and adds ``ci_low,ci_high`` columns to the table.
+  intervals off), and adds ``ci_low,ci_high`` columns to the table.  For
+  ``auto``'s stopped-EM members ``--json`` says how the refits ran their EM
+  steps (``bootstrap_refits``: ``chebyshev``, ``over-relaxed`` or ``plain``;
+  ``Bootstrap.refit_steps``).
   ``--robust``: each interval is the hull of the estimate's and the MLE's
   (the MLE fit on the same counts and bootstrapped too): intervals that hold
   on heaped or rounded values, where a regularized estimate's intervals miss (README,
@@ -267,7 +270,7 @@ def estimate_command(
                                                           else "--profile)" if asked_profile else
                                                           f"modelled at {lr_seconds:.1f} s)")
         with stage(label):
-            stats_rows, per_value, lr_value = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
+            stats_rows, per_value, lr_value, booted = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
                                                           quantile_method, robust, profile, profile_values)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
@@ -280,7 +283,7 @@ def estimate_command(
                                  confidence, widened)
     where = "stdout" if is_stdio(output) else str(output)
     summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
-                       profile, profile_values, lr_seconds)
+                       profile, profile_values, lr_seconds, booted)
     table = _table_bytes(est.values, est.p, table_fmt, per_value, lr_value)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
@@ -369,9 +372,11 @@ def _plot_bytes(est, mean, guarantee, column, n, plot_fmt, true_p, per_value, lr
 
 
 def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, boot, robust, profile,
-             profile_values, lr_seconds=None) -> dict:
+             profile_values, lr_seconds=None, booted=None) -> dict:
     """What ``--json`` prints (and the terminal summary reads); ``lr_seconds``: the likelihood-ratio intervals'
-    modelled time where it decided ``--profile``'s default."""
+    modelled time where it decided ``--profile``'s default; ``booted``: the bootstrap that ran, whose refits'
+    EM steps (``Bootstrap.refit_steps``: ``"chebyshev"``, ``"over-relaxed"`` or ``"plain"``, for ``auto``'s
+    stopped-EM members) ``bootstrap_refits`` reports."""
     summary = {
         "n": n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
         "newton_steps": est.newton_steps, "converged": est.converged,
@@ -386,6 +391,8 @@ def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, bo
     summary["mean"] = None if mean is None else mean.to_dict()
     summary["statistics"] = stats_rows
     summary["bootstrap"] = boot
+    if booted is not None and booted.refit_steps:
+        summary["bootstrap_refits"] = booted.refit_steps
     summary["robust"] = robust
     summary["profile"] = profile
     summary["profile_values"] = profile_values
