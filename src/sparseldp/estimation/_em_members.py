@@ -14,10 +14,13 @@ from scipy.special import gammaln, xlogy
 
 from .model import _Model
 from ._flow import _em_flow
-from .solvers import _em_run, _em_time
+from .solvers import _em_chebyshev, _em_run, _em_time
 
 # Cap on the steps of the discrepancy-stopped EM members.
 _STOP_CAP = 20_000
+# With to_cap, once every column's members are known the rest of the run to the cap (which only makes the cap's
+# iterate, the start of the flow members) follows the EM flow by Runge-Kutta-Chebyshev steps (solvers._em_chebyshev).
+_CAP_TAIL_CHEBYSHEV = True
 # The stopped EM's deviance is computed at every step for the first 2 x this many steps, then every this many
 # steps (the deviance never rises under EM; a column found below is rerun from the previous check).
 _DEV_EVERY = 16
@@ -162,7 +165,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
         return np.flatnonzero(need)
 
     def observe(tl, Pl, Ql):  # the live rows: Pl after t0 + tl steps, Ql = A^T Pl
-        nonlocal wait, check_t, stop_t
+        nonlocal wait, check_t, stop_t, tail_t
         t = t0 + tl
         if t < wait:
             return wait - t0
@@ -203,6 +206,10 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
                     or (checking() and (nxt or to_cap))):
                 nxt.append(t + 1 if t + 1 < 2 * _DEV_EVERY else min(cap, (t // _DEV_EVERY + 1) * _DEV_EVERY))
             wait = min(nxt) if nxt else cap  # to_cap: nothing to observe before the end
+            if to_cap and not nxt and _CAP_TAIL_CHEBYSHEV and t < cap:
+                # every member known: the rest of the run only makes the cap's iterate (the flow's start)
+                stop_t = tail_t = t
+                return True
             if not to_cap and needed().size < live.size:
                 stop_t = t
                 return True  # rows whose members are all known: the run goes on without them
@@ -212,6 +219,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
         return wait - t0  # the next step anything is due (the run's own count): nothing to see before
 
     P = np.full((b, k), 1.0 / k)
+    tail_t = None  # the step from which the run to the cap follows the EM flow (_CAP_TAIL_CHEBYSHEV)
     while True:
         stop_t = cap  # the run's last step (observe sets it where it stops the run)
         P[live] = _em_run(A, AT, P[live], CR[live], cap - t0, 1.0 / n[live], observe)
@@ -222,6 +230,8 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
         live = need
         where = np.full(b, -1)
         where[live] = np.arange(live.size)
+    if tail_t is not None:
+        P = _em_chebyshev(A, AT, P / P.sum(axis=1, keepdims=True), CR, cap, start=tail_t)
     for f, X in out.items():
         if f == "classic":
             if classic == "until" or to_cap:  # the run went to the cap: where not reached there, the cap's iterate

@@ -332,7 +332,7 @@ def _g_rows(A, AT, P, C, dtype):
     return p, g
 
 
-def _em_chebyshev(A, AT, P, C, steps, single=False):
+def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
     r"""The rows ``P`` (``b x k``) moved along the EM flow for time ``steps`` (counts ``C``, rows): an approximation
     to ``steps`` plain EM steps that takes far fewer products where ``steps`` is long.
 
@@ -349,12 +349,14 @@ def _em_chebyshev(A, AT, P, C, steps, single=False):
     worth in about 1,450 evaluations, 1,379 in about 380.  ``log g`` is floored at ``log 0.2``
     (:data:`_CHEB_G_FLOOR`) and ``theta`` at ``log ITERATE_FLOOR``.  For the bootstrap's ``"em steps=t"``
     refits, which check the agreement on the estimate's own counts (``refits._checked_relaxed``).
+    ``start``: the rows ``P`` are already ``start`` plain steps from the uniform start (the plain warm-up
+    is what remains of its 30 steps; ``_em_members._stopped_cols``'s run to the cap).
     """
     P = np.asarray(P, dtype=float)
-    warm = min(int(steps), _CHEB_WARM)
+    warm = max(min(int(steps), _CHEB_WARM) - int(start), 0)
     if warm:
         P = _em_run(A, AT, P, C, warm, single=single)
-    if steps <= warm:
+    if steps <= start + warm:
         return P
     dtype = np.dtype(np.float32 if single else np.float64)
     p, g = _g_rows(A, AT, P, C, dtype)
@@ -373,7 +375,7 @@ def _em_chebyshev(A, AT, P, C, steps, single=False):
 
     Y = np.log(np.maximum(P, ITERATE_FLOOR[np.dtype(np.float64)])).astype(dtype)
     coefficients = {}
-    for h, s in _chebyshev_schedule(warm, float(steps)):
+    for h, s in _chebyshev_schedule(start + warm, float(steps)):
         if s not in coefficients:
             coefficients[s] = _rkc_coefficients(s)
         mu_t, mu, nu, gam, _ = coefficients[s]
