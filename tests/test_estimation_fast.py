@@ -784,11 +784,13 @@ def test_direct_transforms_are_scipy_fft_s(rows, n, single, seed):
 
 def test_run_to_the_cap_follows_the_em_flow_once_every_member_is_known(monkeypatch):
     """``_stopped_cols(to_cap=True)``: once every column's stop and multiples are known, the rest of the run to
-    the cap (which only makes the cap's iterate, the flow members' start) follows the EM flow by
+    the cap (which makes the cap's iterate, the flow members' start) follows the EM flow by
     Runge-Kutta-Chebyshev steps (``_em_members._CAP_TAIL_CHEBYSHEV``): the members are those of plain steps
     bit for bit, the cap's iterate within a thousandth of how far the plain steps carry it from the stop (in
-    total variation; measured 1e-4), and where a rule is still pending at the cap (the classical stop not
-    reached) the run stays plain steps throughout."""
+    total variation; measured 1e-4), and a classical stop not reached by the cap is the cap's iterate as
+    before.  Where a column's classical stop lies in that rest (column 1 alone: stop 14, multiples to 112,
+    the classical stop at 399), the rest is run again in plain steps to it (every member bit for bit), and
+    from there by the flow."""
     import sparseldp as sl
 
     m, k = sl.SparseGaussian(sigma=8.0, s=81), 40
@@ -803,19 +805,35 @@ def test_run_to_the_cap_follows_the_em_flow_once_every_member_is_known(monkeypat
     A, AT = model.columns(obs)
     scale = np.exp(model.log_cs[obs])
     rest = _em_members._rest_outputs(model, obs)
-    for classic in (None, "within"):
+
+    def both(counts, classic):
         runs = {}
         for flag in (True, False):
             monkeypatch.setattr(_em_members, "_CAP_TAIL_CHEBYSHEV", flag)
-            runs[flag] = _em_members._stopped_cols(A, AT, C, scale, 20_000, (2, 8), rest, True, classic)
+            runs[flag] = _em_members._stopped_cols(A, AT, counts, scale, 20_000, (2, 8), rest, True, classic)
         (flowed, st), (plain, st_plain) = runs[True], runs[False]
-        assert np.array_equal(st, st_plain) and st.max() * 8 < 20_000 and flowed.keys() == plain.keys()
-        for key in flowed:
-            if key != "cap":
-                assert np.array_equal(flowed[key], plain[key])
+        assert np.array_equal(st, st_plain) and flowed.keys() == plain.keys()
+        return flowed, plain, st
+
+    for classic in (None, "within"):
+        flowed, plain, st = both(C, classic)
+        assert st.max() * 8 < 20_000
+        for key in (1, 2, 8):
+            assert np.array_equal(flowed[key], plain[key])
         moved = 0.5 * np.abs(plain["cap"] - plain[1]).sum(axis=0)
         gap = 0.5 * np.abs(flowed["cap"] - plain["cap"]).sum(axis=0)
-        if classic is None:
-            assert np.all(gap <= 1e-3 * moved) and gap.max() > 0  # the tail ran the flow
-        else:  # the classical stop is not reached in every column: plain steps to the cap
-            assert (plain["classic_steps"] == 20_000).any() and np.array_equal(flowed["cap"], plain["cap"])
+        assert np.all(gap <= 1e-3 * moved) and gap.max() > 0  # the rest ran the flow
+        if classic:
+            steps = plain["classic_steps"]
+            assert list(steps) == [20_000, 399, 20_000] and np.array_equal(flowed["classic_steps"], steps)
+            assert np.array_equal(flowed["classic"][:, 1], plain["classic"][:, 1])  # found before the rest
+            # not reached: the cap's iterate
+            assert np.allclose(flowed["classic"][:, [0, 2]], flowed["cap"][:, [0, 2]], rtol=1e-12, atol=0)
+    flowed, plain, st = both(C[:, [1]], "within")  # the classical stop (399) after the multiples (112)
+    assert list(st) == [14] and list(plain["classic_steps"]) == [399]
+    for key in plain:
+        if key != "cap":
+            assert np.array_equal(flowed[key], plain[key])
+    moved = 0.5 * np.abs(plain["cap"] - plain["classic"]).sum()
+    gap = 0.5 * np.abs(flowed["cap"] - plain["cap"]).sum()
+    assert 0 < gap <= 1e-3 * moved  # from the classical stop on, the flow again

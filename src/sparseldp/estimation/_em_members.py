@@ -18,8 +18,11 @@ from .solvers import _em_chebyshev, _em_run, _em_time
 
 # Cap on the steps of the discrepancy-stopped EM members.
 _STOP_CAP = 20_000
-# With to_cap, once every column's members are known the rest of the run to the cap (which only makes the cap's
-# iterate, the start of the flow members) follows the EM flow by Runge-Kutta-Chebyshev steps (solvers._em_chebyshev).
+# With to_cap, once every column's members are known but the classical stop, the rest of the run to the cap (which
+# makes the cap's iterate, the start of the flow members) follows the EM flow by Runge-Kutta-Chebyshev steps
+# (solvers._em_chebyshev); where a column's classical stop turns out to lie in that rest (its deviance at the cap
+# at or below its target), the rest is run again in plain steps with the checks until every classical stop is
+# found, and from there by the flow.
 _CAP_TAIL_CHEBYSHEV = True
 # The stopped EM's deviance is computed at every step for the first 2 x this many steps, then every this many
 # steps (the deviance never rises under EM; a column found below is rerun from the previous check).
@@ -206,8 +209,11 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
                     or (checking() and (nxt or to_cap))):
                 nxt.append(t + 1 if t + 1 < 2 * _DEV_EVERY else min(cap, (t // _DEV_EVERY + 1) * _DEV_EVERY))
             wait = min(nxt) if nxt else cap  # to_cap: nothing to observe before the end
-            if to_cap and not nxt and _CAP_TAIL_CHEBYSHEV and t < cap:
-                # every member known: the rest of the run only makes the cap's iterate (the flow's start)
+            if (to_cap and t < cap and classic != "until" and done[1].all()
+                    and all(v.all() for v in taken.values()) and _CAP_TAIL_CHEBYSHEV
+                    and (tail_ok or not checking())):
+                # every member known but the classical stop: the rest of the run makes the cap's iterate (the
+                # flow's start), and the classical stop where it lies in the rest (checked after it)
                 stop_t = tail_t = t
                 return True
             if not to_cap and needed().size < live.size:
@@ -220,18 +226,27 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
 
     P = np.full((b, k), 1.0 / k)
     tail_t = None  # the step from which the run to the cap follows the EM flow (_CAP_TAIL_CHEBYSHEV)
+    tail_ok = _CAP_TAIL_CHEBYSHEV
     while True:
         stop_t = cap  # the run's last step (observe sets it where it stops the run)
         P[live] = _em_run(A, AT, P[live], CR[live], cap - t0, 1.0 / n[live], observe)
         t0 = stop_t
+        if tail_t is not None:
+            flowed = _em_chebyshev(A, AT, P / P.sum(axis=1, keepdims=True), CR, cap, start=tail_t)
+            rows = np.flatnonzero(~done["classic"]) if classic else np.zeros(0, int)
+            if rows.size:  # is the classical stop still out of reach at the cap? (D never rises along EM)
+                Q = np.asarray(AT @ np.ascontiguousarray(flowed[rows].T)).T
+                if np.any(deviance(rows, Q) <= nobs[rows]):  # it lies in the rest: plain steps from tail_t to
+                    tail_t, tail_ok = None, False  # where the checks find it, then the flow again
+                    continue
+            P = flowed
+            break
         need = needed()
         if to_cap or need.size == live.size or need.size == 0 or t0 >= cap:
             break
         live = need
         where = np.full(b, -1)
         where[live] = np.arange(live.size)
-    if tail_t is not None:
-        P = _em_chebyshev(A, AT, P / P.sum(axis=1, keepdims=True), CR, cap, start=tail_t)
     for f, X in out.items():
         if f == "classic":
             if classic == "until" or to_cap:  # the run went to the cap: where not reached there, the cap's iterate

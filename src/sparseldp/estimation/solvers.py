@@ -175,7 +175,8 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     square roots of ``g``; renormalized, so ``inv_n`` must be ``None``), each worth ``h`` plain steps;
     0: plain steps.  In ``theta = log p`` a plain step is ``theta <- theta + log g``, the explicit Euler
     step of length 1 of the flow ``d theta / dt = log g(p)`` (to first order in ``g - 1`` the EM flow
-    ``g - 1`` of :mod:`sparseldp.estimation._flow`), and a relaxed one is the step of length ``h < 2``.  Near a fixed point a direction the plain step shrinks by ``1 - mu``
+    ``g - 1`` of :mod:`sparseldp.estimation._flow`), and a relaxed one is the step of length ``h < 2``.
+    Near a fixed point a direction the plain step shrinks by ``1 - mu``
     (``0 <= mu <= 1``) shrinks by ``1 - h mu``, whose size stays below 1 but for ``mu = 0``: the fast
     directions still die out, and in the slow ones ``t / h`` relaxed steps agree with ``t`` plain
     steps to ``t (h - 1) mu^2 / 2`` in the exponent, which is small wherever ``(1 - mu)^t`` is not.
