@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model
-from sparseldp.estimation import _em_members, _ems, _path, _toeplitz, auto, solvers
+from sparseldp.estimation import _em_members, _ems, _fft_em, _path, _toeplitz, auto, solvers
 from sparseldp.estimation._ems import _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
@@ -135,7 +135,7 @@ def test_fused_em_steps_skip_the_unobserved_end_columns_exactly(mech, k, dtype, 
     """Without observe, em_rows leaves out the exact end columns that no row observes (their ratio is 0):
     the same iterates, bit for bit, as the run that keeps them all (observe forces it; both runs
     renormalize every step here, as observe's always do)."""
-    monkeypatch.setattr(_toeplitz, "_RENORMALIZE", 1)
+    monkeypatch.setattr(_fft_em, "_RENORMALIZE", 1)  # em_rows' constant (moved from _toeplitz)
     model = _model(mech, (0, k - 1))
     FA, FAT = model.fast_columns(np.arange(model.m))
     conv = FA._c

@@ -15,6 +15,10 @@ import threading
 import numpy as np
 import scipy.fft as sfft
 
+# Entries of a convolution below this share of the column's largest entry are raised to it.
+_REL_FLOOR = 1e-13
+# The same for single precision (``_fft_em.em_rows``' dtype=float32): its roundoff is 2^29 times double's.
+_REL_FLOOR_SINGLE = 1e-7
 # Batches with at least this many columns use two FFT threads.
 _PARALLEL_ROWS = 8
 

@@ -33,7 +33,7 @@ estimate and intervals to 1e-12.
 Accuracy (which way it errs).  A floating-point FFT convolution of
 nonnegative vectors errs by about ``log2(L)`` units of roundoff *relative to
 the largest entry of the result*, not entrywise.  Entries of ``Q^T p`` below
-:data:`_REL_FLOOR` times the column's largest entry carry no correct digits,
+``_fft._REL_FLOOR`` times the column's largest entry carry no correct digits,
 so they are raised to that floor (never negative, never zero); entries above
 it are accurate to about ``1e-12`` relative.  This is used only where an
 approximate product is the right tool: the iterations of EMS and of early-
@@ -41,11 +41,11 @@ stopped EM, the held-out scores of the selection and the bootstrap refits.
 The log-likelihood and the certified gap that an estimate reports are always
 computed with the exact sparse channel (``frequencies._result``).
 
-Single precision (``_Conv.em_rows(dtype=np.float32)``) serves one caller: the
+Single precision (``_fft_em.em_rows(dtype=np.float32)``) serves one caller: the
 bootstrap's refits of ``auto``'s ``"em steps=t"`` member, a Monte Carlo
 quantity whose spread is far above float32's roundoff (``intervals.bootstrap``,
 ``precision``).  The same rule holds with its own floor,
-:data:`_REL_FLOOR_SINGLE`: entries are accurate to about ``1e-6`` of the
+``_fft._REL_FLOOR_SINGLE``: entries are accurate to about ``1e-6`` of the
 row's largest entry, and the run's iterates stay within a few ``1e-6`` of
 the double run's, relative to the largest probability.
 """
@@ -56,12 +56,12 @@ import numpy as np
 import scipy.fft as sfft
 import scipy.sparse as sp
 
-from ._fft import _IRFFT, _RFFT, fft_workers
+from ._fft import _IRFFT, _REL_FLOOR, _RFFT, fft_workers
+from ._fft_em import ITERATE_FLOOR, em_rows, g_rows
 
-# Entries of a convolution below this share of the column's largest entry are raised to it.
-_REL_FLOOR = 1e-13
-# The same for single precision (em_rows' dtype=float32): its roundoff is 2^29 times double's.
-_REL_FLOOR_SINGLE = 1e-7
+# what the estimators use (ITERATE_FLOOR is _fft_em's, the floor of the iterates these products step)
+__all__ = ["ITERATE_FLOOR", "fft_pair", "gram_band_of", "window_of", "window_scales"]
+
 # End outputs whose column scale f_j is at most this go through the FFT too (times f_j): their entries
 # err by at most f_j times the FFT's roundoff relative to the column's largest entry; beyond, exact.
 _EDGE_SCALE = 100.0
@@ -78,25 +78,6 @@ _MIN_NNZ = 200_000
 # (5,000) 5.3 / 4.0 against 4.8 / 3.1.
 _MIN_NNZ_BATCH = 20_000
 _BATCH_ROWS = 16
-# em_rows renormalizes its rows every this many steps (the EM map ignores their scale; rounding drifts it).
-_RENORMALIZE = 32
-# The exact end columns go dense in em_rows when they have at most this many entries (values x outputs).
-_DENSE_EDGE = 2_000_000
-
-
-# EM iterates are kept at or above this, per dtype (em_rows; solvers._em_run): far below anything the products
-# resolve (their floors are 1e-13 and 1e-7 of a column's largest entry), and far enough above the smallest normal
-# number (2.2e-308, 1.2e-38) that the products' intermediate terms stay normal.  Subnormal arithmetic is many times
-# slower on x86: a forward FFT of rows holding values near 1e-308 took 240-360 us against 28-42 us (1,000 values,
-# length 1,200, double; the zero-inflated fit below), and float32 values near 1.2e-38 doubled it.
-ITERATE_FLOOR = {np.dtype(np.float64): 1e-200, np.dtype(np.float32): 1e-30}
-
-def _next_look(said, t: int):
-    """What an EM run's ``observe`` said after ``t`` steps: ``None`` to stop (true), else the next step
-    to call it at (``t + 1`` for false, or the step it gave, at least ``t + 1``)."""
-    if isinstance(said, (bool, np.bool_)) or said is None:
-        return None if said else t + 1
-    return max(int(said), t + 1)
 
 
 class _Conv:
@@ -179,89 +160,12 @@ class _Conv:
 
     def em_rows(self, P: np.ndarray, C: np.ndarray, steps: int, inv_n=None, observe=None,
                 dtype=np.float64, relax: int = 0) -> np.ndarray:
-        r"""Up to ``steps`` plain EM steps ``p <- p * (S r) / n``, ``r = c / (S^T p)``, on every row of ``P``
-        (``b x k``) with the counts ``C`` (``b x len(obs)``, rows); the rows reached (float64).
-
-        ``inv_n`` (``b``): the factor ``1 / n`` of each row; ``None``: each step is renormalized to sum 1
-        instead (the same in exact arithmetic; it keeps rounding from drifting).  ``observe(t, P, Q)``,
-        if given, sees the rows ``P`` after ``t`` steps and their outputs ``Q = S^T P`` (``b x len(obs)``,
-        as :meth:`conv` gives them; one buffer, overwritten at the next step) before the first step and
-        after the last, and in between as it asks (``solvers._em_run``: true stops the run, false asks for
-        the next step, an integer names the next step it needs; ``Q`` is only assembled for it then).
-        The arithmetic is that of :meth:`conv` and :meth:`corr`, fused for a long run of steps:
-        the zero-padded FFT inputs are kept from step to step (the padding is written once, the ratios
-        ``r`` land in place), the column scales cancel in the FFT outputs (``f_j r_j = c_j / (w_rel * p)_j``,
-        so they are applied only to the ``Q`` that ``observe`` sees), the end outputs' exact products
-        touch only the ``2 (s - 1)`` values near the ends, and nothing of size ``b x L`` is copied
-        beyond the FFTs' own outputs.
-
-        ``relax``: over-relaxed steps ``p <- p * g^(2 - 2^-relax)`` (renormalized every step), each worth
-        ``2 - 2^-relax`` plain steps (:func:`sparseldp.estimation.solvers._em_run`); 0: plain steps.
-
-        ``dtype=np.float32`` runs the FFT products and the iterates in single precision (the exact end
-        columns stay in double): for the bootstrap's refits, whose spread is a Monte Carlo quantity
-        far above single-precision rounding (see :func:`~sparseldp.estimation.intervals.bootstrap`'s
-        ``precision``).  Its floor :data:`_REL_FLOOR_SINGLE` is single precision's share of the
-        FFT's roundoff, as :data:`_REL_FLOOR` is double's.
-
-        The factor ``1 / n`` rides in the counts (``r = c / (n q)``), so a step is ``p *= g`` alone; the rows
-        are renormalized every :data:`_RENORMALIZE` steps (every step where ``observe`` reads them), which
-        changes nothing in exact arithmetic (the EM map ignores the scale of ``p``).  The exact end columns
-        are dense BLAS products where they have at most :data:`_DENSE_EDGE` entries.
-
-        Measured (10^4 values, a window of 275, 50 rows in two threads of one FFT thread each):
-        133 us a row and step before this fusion's scale cancellation, 104 us in double, 66 us in single.
-        The FFT length from the clean outputs (:func:`_fft_length`: 10,240 against 10,368), the dense end
-        columns and the renormalization every 32 steps, one FFT thread, 25 rows, single precision,
-        measured beside other work (2026-11-29): 145 -> 118 us a row and step; 1,000 values under the
-        Gaussian window of 695 (lengths 1,500 against 1,728), 26 -> 17.5 us.
-        Without ``observe`` the exact end columns that no row observes are left out (their ratio is 0,
-        so the iterates are the same bit for bit): 1,000 values under a Gaussian window of 695 (438 exact
-        end columns), 10^4 reports, 25 rows in single precision, 79 us a row and step against 35-44 us.
-        """
-        if relax and inv_n is not None:
-            raise ValueError("relaxed steps renormalize every step: inv_n must be None")
-        rs = _RowSteps(self, P, C, inv_n, dtype, observe is not None)
-        p, tiny, scale = rs.p, rs.tiny, rs.scale
-        renormalize = 1 if observe is not None or relax else _RENORMALIZE
-        Q = None if observe is None else np.empty((p.shape[0], self.obs.size))  # reused: observe reads it at once
-        look = 0  # the next step observe sees (solvers._em_run: it may name a later one)
-        for t in range(steps + 1):
-            if t == steps and observe is None:
-                break
-            Zm, Qe = rs.forward()
-            if observe is not None and (t >= look or t == steps):  # Q only where observe reads it
-                Q[:, self.i_mid_ix] = Zm if self.f_mid is None else Zm * self.f_mid
-                Q[:, self.i_edge] = Qe
-                look = _next_look(observe(t, p, Q), t)
-                if look is None or t == steps:
-                    break
-            G = rs.backward()
-            p *= G
-            for _ in range(relax):  # p <- p * g^(1 + 1/2 + ... + 2^-relax), renormalized every step
-                np.sqrt(G, out=G)
-                p *= G
-            np.maximum(p, tiny, out=p)  # no subnormal terms (ITERATE_FLOOR)
-            if scale is None and (t + 1) % renormalize == 0:
-                p *= 1.0 / p.sum(axis=1, keepdims=True)
-        out = p.astype(np.float64)
-        if scale is None:  # the rows sum to 1 (in double too)
-            out /= out.sum(axis=1, keepdims=True)
-        return out
+        """Up to ``steps`` plain (or over-relaxed) EM steps on every row of ``P`` (:func:`._fft_em.em_rows`)."""
+        return em_rows(self, P, C, steps, inv_n, observe, dtype, relax)
 
     def g_rows(self, P: np.ndarray, C: np.ndarray, dtype=np.float64):
-        """``(p, g)``: the EM map's factor ``g(p) = S (c / (n S^T p))`` on rows, as :meth:`em_rows` computes it
-        (``p`` a ``b x k`` buffer of ``dtype`` holding ``P``, to be overwritten with any rows, ``g()`` their
-        factors as a fresh ``b x k`` array of ``dtype``; the counts ``C`` are each row's own, normalized by
-        their totals).  For integrators of the EM flow other than plain steps (``solvers._em_chebyshev``)."""
-        rs = _RowSteps(self, P, C, None, dtype, False)
-
-        def g():
-            rs.forward()
-            return rs.backward()
-
-        return rs.p, g
-
+        """``(p, g)``: a row buffer and the EM factor of its rows (:func:`._fft_em.g_rows`)."""
+        return g_rows(self, P, C, dtype)
 
     def gram_band(self, w: np.ndarray) -> np.ndarray:
         r"""``S diag(w) S^T`` (``k x k``, ``w`` on the observed outputs) in LAPACK's upper banded storage.
@@ -293,101 +197,6 @@ class _Conv:
             up = r <= c
             np.add.at(ab, (s - 1 + r[up] - c[up], c[up]), Me.data[up])
         return ab
-
-
-class _RowSteps:
-    r"""The buffers and products of :meth:`_Conv.em_rows`, one EM evaluation at a time: :meth:`forward` the
-    outputs ``S^T p`` of the rows ``p`` (middle ones through the FFT, floored; exact end ones),
-    :meth:`backward` the factor ``g = S r``, ``r = c / (S^T p)`` (the counts carry each row's ``1 / n``).
-
-    The zero-padded FFT inputs are kept from evaluation to evaluation (the padding is written once, the
-    ratios ``r`` land in place), the column scales cancel in the FFT outputs (``f_j r_j = c_j / (w_rel *
-    p)_j``), the end outputs' exact products touch only the ``2 (s - 1)`` values near the ends, and
-    without ``observed`` (no one reads the outputs) the exact end columns that no row observes are left out
-    (their ratio is 0, so the factors are the same bit for bit).
-    """
-
-    def __init__(self, conv: _Conv, P, C, inv_n, dtype, observed: bool):
-        dtype = np.dtype(dtype)
-        if dtype not in (np.float64, np.float32):
-            raise ValueError(f"dtype must be float64 or float32; got {dtype}")
-        self.c = conv
-        b, k, L = P.shape[0], conv.k, conv.L
-        single = dtype == np.float32
-        self.W, self.Wc = ((conv.W.astype(np.complex64), conv.Wc.astype(np.complex64)) if single
-                           else (conv.W, conv.Wc))
-        self.rel_floor = dtype.type(_REL_FLOOR_SINGLE if single else _REL_FLOOR)
-        self.tiny = dtype.type(ITERATE_FLOOR[dtype])
-        self.scale = None if inv_n is None else np.broadcast_to(np.asarray(inv_n, dtype=dtype), (b,))[:, None]
-        self.workers = fft_workers(b)
-        self.xp = np.zeros((b, L), dtype)
-        self.xr = np.zeros((b, L), dtype)
-        self.p = self.xp[:, :k]
-        self.p[...] = P
-        C = np.asarray(C, dtype=float)
-        # the factor 1 / n goes into the counts (g = S (c / q) / n sums to 1 against p): each step is then
-        # p *= g alone; without inv_n, each row's own total, and the rows renormalized every
-        # _RENORMALIZE steps (every step where observe reads them) against drift
-        if self.scale is None:
-            total = C.sum(axis=1)
-            C = C * (1.0 / np.where(total > 0, total, 1.0))[:, None]
-        else:
-            C = C * np.asarray(self.scale, dtype=float)
-        self.mid_slice = isinstance(conv.mid_ix, slice)
-        self.Cm = C[:, conv.i_mid_ix].astype(dtype)
-        self.Rm = self.xr[:, conv.mid_ix] if self.mid_slice else np.zeros_like(self.Cm)
-        edges = conv.i_edge.size > 0
-        rows, E, ET = conv.edge_rows, conv.E, conv.ET
-        Ce = C[:, conv.i_edge]
-        if edges and not observed:
-            # no one reads Q: the end outputs no row observes add nothing (their ratio is 0), so their
-            # exact columns are left out (the far ends of a wide window: most of them at 10^4 reports)
-            seen = np.flatnonzero((Ce > 0).any(axis=0))
-            if seen.size < Ce.shape[1]:
-                E = sp.csr_array(E[:, seen])
-                touched = np.flatnonzero(np.diff(E.indptr))  # the values that reach those outputs
-                rows, E = rows[touched], sp.csr_array(E[touched])
-                ET, Ce = sp.csr_array(E.T), Ce[:, seen]
-                edges = seen.size > 0
-        self.has_e = Ce > 0
-        self.Re = np.zeros_like(Ce)
-        if edges and E.shape[0] * E.shape[1] <= _DENSE_EDGE:  # small: dense products (BLAS), not sparse ones
-            E = E.toarray()
-            ET = np.ascontiguousarray(E.T)
-        self.edges, self.rows, self.E, self.ET, self.Ce = edges, rows, E, ET, Ce
-        self.Qe = np.zeros((b, 0))
-
-    def forward(self):
-        """``(Zm, Qe)``: the middle outputs' FFT products of the rows ``p`` (floored; without their column
-        scales) and the end outputs' exact ones."""
-        c, p = self.c, self.p
-        F = _RFFT(self.xp, self.workers)
-        F *= self.W
-        Z = _IRFFT(F, c.L, self.workers)
-        floor = self.rel_floor * Z[:, c.span].max(axis=1, keepdims=True)
-        self.Zm = Zm = Z[:, c.mid_ix]
-        np.maximum(Zm, floor, out=Zm)  # > 0: a ratio with no count is 0
-        if self.edges:
-            E, rows = self.E, self.rows
-            self.Qe = p[:, rows].astype(float) @ E if isinstance(E, np.ndarray) else (self.ET @ p[:, rows].T.astype(float)).T
-        return Zm, self.Qe
-
-    def backward(self):
-        """The factor ``g`` (``b x k``) of the rows :meth:`forward` saw."""
-        c = self.c
-        np.divide(self.Cm, self.Zm, out=self.Rm)  # f_j r_j = c_j / (f_j Z_j) * f_j
-        if not self.mid_slice:
-            self.xr[:, c.mid] = self.Rm
-        if self.edges:
-            np.divide(self.Ce, self.Qe, out=self.Re, where=self.has_e)
-        F = _RFFT(self.xr, self.workers)
-        F *= self.Wc
-        G = _IRFFT(F, c.L, self.workers)[:, :c.k]
-        np.maximum(G, 0.0, out=G)
-        if self.edges:
-            E = self.E
-            G[:, self.rows] += self.Re @ self.ET if isinstance(E, np.ndarray) else (E @ self.Re.T).T
-        return G
 
 
 def _fft_length(k: int, s: int, mid: np.ndarray) -> int:

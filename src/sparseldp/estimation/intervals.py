@@ -129,7 +129,6 @@ from ._parallel import small_blas
 from .model import checked_counts, mechanism_of, model_for
 from .likelihood_ratio import Profile
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
-from .solvers import CHEBYSHEV
 from .replicates import Bootstrap, _check_level
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
@@ -257,7 +256,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
         each of a straggler's solo runs another ``max_iter`` evaluations).
     precision : {"single", "double"}
         Arithmetic of the refits that are pure number crunching: ``auto``'s ``"em steps=t"``
-        member on FFT products (``_toeplitz._Conv.em_rows``: windows of 24 or more on channels of
+        member on FFT products (``_fft_em.em_rows``: windows of 24 or more on channels of
         20,000 stored entries or more, where a single fit needs 200,000: the refits run on blocks of
         rows, which share the FFT's per-call cost) or dense ones, and the plain EM steps of its
         ``"em flow=T"`` member (dense).
@@ -407,7 +406,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
     P.setflags(write=False)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
                      precision="single" if single else "double", robust=robust, reference=reference,
-                     relaxed=scheme in (CHEBYSHEV, "over-relaxed"), refit_steps=scheme)
+                     relaxed=scheme not in ("", "plain"), refit_steps=scheme)
 
 
 def _warn_if_narrower_than_the_reports(P, values, model, counts, n: int, label: str, is_mle: bool) -> None:

@@ -65,6 +65,8 @@ _FINISH_RUNS = 4
 # the mean (_relaxed_agrees); where neither is, every replicate is refit with plain steps.
 _RELAXED_MIN_STEPS = 300
 _RELAX = 2  # over-relaxed steps p <- p g^(2 - 2^-_RELAX) (solvers._em_run)
+# Bootstrap.refit_steps of each scheme (solvers._em_time's relax) that _checked_relaxed tries
+_SCHEME_NAMES = {CHEBYSHEV: "chebyshev", _RELAX: "over-relaxed"}
 _RELAXED_TOL = 0.1
 _RELAXED_SD_FLOOR = 1e-3
 
@@ -128,7 +130,7 @@ def _checked_relaxed(fit_rows, C, own, p_hat, values, schemes=(CHEBYSHEV, _RELAX
             P, ok = fit_rows(C, scheme, None)  # ok: the flow's substeps converged (they are reported either way)
             row, ok_r = fit_rows(own[None, :], scheme, False)
             if ok_r[0] and _relaxed_agrees(P, row[0], p_hat, values):
-                return P, ok, CHEBYSHEV if scheme == CHEBYSHEV else "over-relaxed"
+                return P, ok, _SCHEME_NAMES[scheme]
     P, ok = fit_rows(C, 0, None)
     return P, ok, "plain"
 
@@ -219,7 +221,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     # FFT products where they apply; every refit is column by column, so blocks run in threads
     # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
     # outputs; the MLE's refits index outputs by position, and the fused FFT steps skip the
-    # unobserved ones themselves (_toeplitz._Conv.em_rows), so both take every output
+    # unobserved ones themselves (_fft_em.em_rows), so both take every output
     A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m))
     dense = isinstance(A, np.ndarray)
     blocks = blocks_for(dense, B)

@@ -23,7 +23,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .._validation import one_of
-from ._toeplitz import ITERATE_FLOOR, _next_look
+from ._fft_em import ITERATE_FLOOR, _next_look
 from .model import _Model
 
 #: The frequency estimators, ``estimate_frequencies(method=...)``; the bootstrap, the CLI and ``compare``
@@ -165,9 +165,9 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     same in exact arithmetic).  ``observe(t, P, Q)`` (rows, and their outputs ``Q = A^T P`` as rows)
     is called before the first step and after the last, and after each step until it says otherwise:
     it returns true to stop the run, false to be called after the next step, or an integer step
-    ``t' > t`` to be called next after ``t'`` steps (``_toeplitz._next_look``; the last step is always
+    ``t' > t`` to be called next after ``t'`` steps (``_fft_em._next_look``; the last step is always
     seen).  FFT
-    products run the steps fused (``_toeplitz._Conv.em_rows``), in single precision if ``single``;
+    products run the steps fused (``_fft_em.em_rows``), in single precision if ``single``;
     other products step by step here, dense ones in single precision if ``single`` (sparse ones
     always in double).
 
@@ -183,7 +183,7 @@ def _em_run(A, AT, P, C, steps, inv_n=None, observe=None, single=False, relax=0)
     For the bootstrap's ``"em steps=t"`` refits (``refits._refit_em_steps``), which check the
     agreement on the estimate's own counts.
 
-    Iterates are kept at or above ``_toeplitz.ITERATE_FLOOR`` (1e-200 in double, 1e-30 in float32): a
+    Iterates are kept at or above ``_fft_em.ITERATE_FLOOR`` (1e-200 in double, 1e-30 in float32): a
     value EM drives towards 0 would otherwise bring subnormal numbers into the products, whose arithmetic
     is many times slower on x86 (measured: the bootstrap's refits of a point-mass truth, 100 values
     under the Laplace window of 275, ``em steps=20000``, B = 20, 5.2-5.3 s against 15.7-26.4 s; ``auto``
@@ -308,7 +308,7 @@ def _rkc_beta(s: int) -> float:
 
 
 def _g_rows(A, AT, P, C, dtype):
-    """``(p, g)`` as ``_toeplitz._Conv.g_rows``: ``p`` a ``b x k`` buffer of ``dtype`` (holding ``P``), ``g()`` the
+    """``(p, g)`` as ``_fft_em.g_rows``: ``p`` a ``b x k`` buffer of ``dtype`` (holding ``P``), ``g()`` the
     EM factors of its rows (``b x k``), counts ``C`` (rows) normalized by each row's total; FFT products where
     ``A`` has them, else sparse or dense products in column layout."""
     fused = getattr(A, "g_rows", None)
@@ -380,7 +380,7 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
         if s not in coefficients:
             coefficients[s] = _rkc_coefficients(s)
         mu_t, mu, nu, gam, _ = coefficients[s]
-        F0 = F(Y).copy()
+        F0 = F(Y)  # a fresh array: g() returns one per call
         Y2, Y1 = Y, Y + dtype.type(mu_t[1] * h) * F0
         for j in range(2, s + 1):
             Yj = F(Y1)
