@@ -273,6 +273,10 @@ def test_bootstrap_bad_input(est):
         boot.bootstrap(est.p, MECH)
     with pytest.raises(ValueError, match="B must be"):
         boot.bootstrap(est, MECH, B=1)
+    # more replicates than memory holds: a clear error before any draw (numpy's MemoryError before), naming the bound
+    too_many = r"B must be an integer in \[2, [0-9,]+\] for this channel .*; got 1,000,000,000"
+    with pytest.raises(ValueError, match=too_many):
+        boot.bootstrap(est, MECH, B=10**9)
     with pytest.raises(TypeError, match="rng must be"):
         boot.bootstrap(est, MECH, rng="seed")
     with pytest.raises(ValueError, match="precision must be 'single' or 'double'; got 'float'"):
