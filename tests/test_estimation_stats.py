@@ -643,6 +643,20 @@ def test_rkc_steps_are_stable_on_their_interval_and_second_order(s, frac):
     assert abs(R(-2 * beta)) > 1.0  # beyond the interval it grows: beta is the interval, not a loose bound
 
 
+@given(h=st.one_of(st.floats(1e-6, 1e6), st.sampled_from([0.0, 1.0, 1.2, 2.0]),
+                   st.integers(2, 200).map(lambda s: 0.6 * (2 / 3) * (s * s - 1) * (1 - 4 / 195))))
+@settings(max_examples=200, deadline=None)
+def test_rkc_stage_count_is_the_fewest_that_holds_the_step(h):
+    """``solvers._rkc_stages(h)``, the closed form, is the fewest stages ``s >= 2`` whose stability interval
+    (with the margin) holds ``h``, the count a search upwards from 2 finds; steps exactly on an interval's end
+    included."""
+    from sparseldp.estimation.solvers import _CHEB_MARGIN, _rkc_beta, _rkc_stages
+
+    s = _rkc_stages(h)
+    assert s >= 2 and _CHEB_MARGIN * _rkc_beta(s) >= h
+    assert s == 2 or _CHEB_MARGIN * _rkc_beta(s - 1) < h
+
+
 @given(b=st.integers(1, 3), seed=st.integers(0, 2**16), single=st.booleans())
 @settings(max_examples=15, deadline=None)
 def test_em_factor_rows_by_fft_dense_and_by_hand_agree(b, seed, single):

@@ -294,12 +294,21 @@ def _chebyshev_schedule(t0: float, T: float) -> list[tuple[float, int]]:
         h = min(_CHEB_GROWTH * t, T - t)
         if T - t - h < 0.3 * h:
             h = T - t
-        s = 2
-        while _CHEB_MARGIN * _rkc_beta(s) < h:
-            s += 1
-        out.append((h, s))
+        out.append((h, _rkc_stages(h)))
         t += h
     return out
+
+
+def _rkc_stages(h: float) -> int:
+    """The fewest stages ``s >= 2`` with ``_CHEB_MARGIN * beta(s) >= h``: ``beta`` is ``c (s^2 - 1)``, so
+    ``s = ceil(sqrt(1 + h / (_CHEB_MARGIN c)))``, then moved by one where rounding put it off."""
+    c = _CHEB_MARGIN * _rkc_beta(2) / 3.0  # _CHEB_MARGIN times beta's coefficient of s^2 - 1
+    s = max(2, math.ceil(math.sqrt(1.0 + h / c)))
+    if s > 2 and _CHEB_MARGIN * _rkc_beta(s - 1) >= h:
+        s -= 1
+    elif _CHEB_MARGIN * _rkc_beta(s) < h:
+        s += 1
+    return s
 
 
 def _rkc_beta(s: int) -> float:
