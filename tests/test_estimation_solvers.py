@@ -134,12 +134,12 @@ def test_refit_em_steps_is_t_plain_em_steps():
     C = np.random.default_rng(3).multinomial(n, np.full(model.m, 1.0 / model.m), size=3).astype(float)
     P0 = np.random.default_rng(4).dirichlet(np.ones(model.k), size=3)
     pair = model.fast_columns(np.arange(model.m))
-    np.testing.assert_array_equal(_refit_em_steps(*pair, C, float(n), P0, 0), P0)
+    np.testing.assert_array_equal(_refit_em_steps(*pair, C, P0, 0), P0)
     want = P0.copy()
     for _ in range(7):
         q = want @ Q
         want = want * ((C / q) @ Q.T) / n
-    np.testing.assert_allclose(_refit_em_steps(*pair, C, float(n), P0, 7), want, rtol=1e-12)
+    np.testing.assert_allclose(_refit_em_steps(*pair, C, P0, 7), want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("domain, t_end", [(None, 1.0), ((5, 15), 0.5)])

@@ -86,7 +86,7 @@ def _refit_ems(A, AT, C, n, P0, passes, weight, tol, max_iter):
     return np.ascontiguousarray(P.T), evals, conv, dist
 
 
-def _refit_em_steps(A, AT, C, n, P0, steps, single=False, relax=0):
+def _refit_em_steps(A, AT, C, P0, steps, single=False, relax=0):
     """Exactly ``steps`` plain EM steps on ``B`` histograms at once (rows of ``C``), from the rows of ``P0``.
 
     The ``"em steps=t"`` member of ``method="auto"``: the EM map ``p <- p * g(p)``
@@ -240,8 +240,11 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             Cs = np.ascontiguousarray(Cr[:, used]) if dense else Cr
             P0 = np.full((rows, k), 1.0 / k)
             parts = dense_step_blocks(model.k, used.size, rows) if dense else blocks_for(False, rows)
-            return (np.vstack(map_blocks(lambda r: _refit_em_steps(A, AT, Cs[r], float(n), P0[r], steps, sp,
-                                                                   relax), rows, parts)),
+
+            def refit(r):
+                return _refit_em_steps(A, AT, Cs[r], P0[r], steps, sp, relax)
+
+            return (np.vstack(map_blocks(refit, rows, parts)),
                     np.ones(rows, bool))
 
         P, ok, scheme = _checked_relaxed(step_rows, C, own, p_hat, values)
