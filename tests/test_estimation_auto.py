@@ -83,7 +83,7 @@ def test_choose_takes_the_mle_when_it_is_within_one_se_and_as_stable():
     assert _choose(scores, H, spreads={stop: 0.1, mle: 0.0}) == stop
 
 
-@pytest.mark.parametrize("member", [("stop", 1), ("flow", 3)])
+@pytest.mark.parametrize("member", [("stop", 1), ("flow", 3), ("time", 2)])
 def test_choose_allows_a_wider_spread_ratio_against_a_flow_member(member):
     # the MLE replaces a chosen flow member (the EM continued past its cap, whose limit the MLE is) up to
     # _STABLE_RATIO_FLOW times its fold spread, any other member up to _STABLE_RATIO times
@@ -95,10 +95,11 @@ def test_choose_allows_a_wider_spread_ratio_against_a_flow_member(member):
     wobble = rng.normal(size=base.shape)
     mle = ("mle", 0)
     scores = {member: base, mle: base + 1e-3 * (wobble - wobble.mean())}
-    ratio = _STABLE_RATIO_FLOW if member[0] == "flow" else _STABLE_RATIO
+    ratio = _STABLE_RATIO_FLOW if member[0] in ("flow", "time") else _STABLE_RATIO
     assert _STABLE_RATIO < 0.5 * _STABLE_RATIO_FLOW  # the two cases below differ
     mid = 0.5 * (_STABLE_RATIO + _STABLE_RATIO_FLOW)  # between the two ratios
-    assert _choose(scores, H, spreads={member: 0.1, mle: 0.1 * mid}) == (mle if member[0] == "flow" else member)
+    assert _choose(scores, H, spreads={member: 0.1, mle: 0.1 * mid}) == (mle if member[0] in ("flow", "time")
+                                                                      else member)
     assert _choose(scores, H, spreads={member: 0.1, mle: 0.1 * ratio}) == mle
     assert _choose(scores, H, spreads={member: 0.1, mle: 0.101 * ratio}) == member
 
@@ -177,8 +178,9 @@ def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, sha
     model, c = _counts(SparseLaplace(lam=0.2, s=137), k, pop / pop.sum(), 10**5, 1)
     scores, H, _, _ = auto._select(model, c, 2_000)
     assert (("mle", 0) not in scores) == turned
-    # flow: on cheap dense channels only; the classical stop: where every fold reaches it within the run
-    assert set(scores) >= {key for key in auto._PATH if key[0] not in ("mle", "flow", "classic")}
+    # flow: on cheap dense channels only; time: where every fold's EM reaches the (full) cap; the classical
+    # stop: where every fold reaches it within the run
+    assert set(scores) >= {key for key in auto._PATH if key[0] not in ("mle", "flow", "time", "classic")}
     monkeypatch.setattr(auto, "_TURN_SE", np.inf)
     assert ("mle", 0) in auto._select(model, c, 2_000)[0]
 

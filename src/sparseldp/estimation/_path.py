@@ -2,21 +2,24 @@
 
 :mod:`sparseldp.estimation.auto` scores these fits on the held-out folds and chooses among them (its
 module docstring has the path and the rule); here they are computed: the EMS path (most smoothing first,
-warm starts), the discrepancy-stopped EM with its multiples (and, on cheap dense channels, the EM flow past
-the cap), and the MLE where its fold fits are affordable.
+warm starts), the discrepancy-stopped EM with its multiples (and, where they reach the cap, the EM flow past
+it: by implicit Euler and Newton on cheap dense channels, by Chebyshev steps elsewhere), and the MLE where its
+fold fits are affordable.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._em_members import _STOP_CAP, _flow_times, _rest_outputs, _stop_steps, _stopped_cols, _with_flow
+from ._em_members import (_STOP_CAP, _flow_times, _rest_outputs, _stop_steps, _stopped_cols, _time_path,
+                          _time_times, _with_flow)
 from ._flow import _em_flow
 from ._ipm import _low_rank_of
 from ._parallel import concurrently, side_by_side
 from .mle import _mle
 from .model import _Model
 from ._ems import _ems_fixed
+from .solvers import _chebyshev_schedule
 
 # EMS smoothing weights on the path, most smoothing first (1/4 is method="ems" with smooth=1).
 _EMS_WEIGHTS = (0.25, 0.125, 0.03125)
@@ -99,7 +102,16 @@ def _regularized_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: i
         if not failed.any():  # a fold whose flow could not be integrated leaves the path without the flow
             fits.update({("flow", j): P for j, P in enumerate(times, start=1)})
         return fits, evals + cap
-    return fits, evals + _stop_steps(int(steps.max()), max(mults, default=1), cap)
+    evals += _stop_steps(int(steps.max()), max(mults, default=1), cap)
+    if mults and cap == _STOP_CAP and all(_stop_steps(int(t), max(mults), cap) == cap for t in steps):
+        # every column's largest multiple is the cap's iterate, and the flow's Newton steps do not pay here:
+        # the EM flow of log g by Chebyshev steps bridges the cap and the MLE (_em_members._TIME_DOUBLINGS)
+        times = _time_times(cap)
+        start = np.ascontiguousarray(fits[("stop", max(mults))].T)
+        path = _time_path(A, AT, start, np.ascontiguousarray(C.T), cap, times)
+        fits.update({("time", j): np.ascontiguousarray(P.T) for j, P in enumerate(path, start=1)})
+        evals += sum(s for t0, T in zip([cap] + times[:-1], times) for _, s in _chebyshev_schedule(t0, T))
+    return fits, evals
 
 
 def _mle_fits(model: _Model, obs: np.ndarray, C: np.ndarray, max_iter: int):

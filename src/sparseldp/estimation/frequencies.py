@@ -70,8 +70,9 @@ class FrequencyEstimate(ReadOnlyArrays):
         ``method="auto"`` only: the member of the regularization path that
         held-out likelihood chose (:mod:`sparseldp.estimation.auto`):
         ``"ems smooth=m"``, ``"ems weight=w"``, ``"em steps=t"`` (EM stopped after ``t`` steps),
-        ``"em flow=T"`` (EM continued past its step cap to time ``T`` by its continuous-time flow) or
-        ``"em mle"``.  ``iterations``, ``converged`` and ``gap`` describe the
+        ``"em flow=T"`` (EM continued past its step cap to time ``T`` by its continuous-time flow, on small
+        dense channels), ``"em time=T"`` (the same by the flow of ``log g`` in Chebyshev steps, on larger
+        channels) or ``"em mle"``.  ``iterations``, ``converged`` and ``gap`` describe the
         final refit of that member on all the reports.
     counts : ndarray or None
         The report counts the fit used, one per output the domain can produce (in increasing

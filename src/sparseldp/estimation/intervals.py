@@ -327,7 +327,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
     B = check_int(B, "B", minimum=2)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     if tol is None:
-        tol = _REFIT_TOL.get(method, 0.0) if method not in ("em-steps", "em-flow") else 0.0
+        tol = _REFIT_TOL.get(method, 0.0) if method not in ("em-steps", "em-flow", "em-time") else 0.0
     else:
         tol = check_positive(tol, "tol")
     if not isinstance(precision, str):
@@ -363,7 +363,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
             model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter, single=precision == "single",
             counts=counts, values=values.astype(float), relaxed=relaxed)
     flow, is_mle = method == "em-flow", method == "em"
-    if method in ("em-steps", "em-flow"):
+    if method in ("em-steps", "em-flow", "em-time"):
         method = "em"
     n_conv = int(conv.sum())
     if n_conv < B and flow:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks
-from ._em_members import _STOP_CAP, _flow_fits
+from ._em_members import _STOP_CAP, _flow_fits, _time_path, _time_times
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
@@ -143,7 +143,8 @@ def _refit_plan(estimate, smooth):
     the choice itself (re-running the selection per replicate would cost a full
     path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
     start, as the member was fit; ``"em flow=T"`` the cap's EM steps and the EM flow to
-    time ``T`` (``_em_members._flow_fits``).
+    time ``T`` (``_em_members._flow_fits``); ``"em time=T"`` the cap's EM steps and the flow of ``log g``
+    by Chebyshev steps to ``T`` (``_em_members._time_fits``).
     """
     method = getattr(estimate, "method", None)
     if method == "auto":
@@ -162,12 +163,14 @@ def _refit_plan(estimate, smooth):
                 return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=0), 0.25
             if reg.startswith("em flow="):
                 return "em-flow", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
+            if reg.startswith("em time="):
+                return "em-time", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
         except ValueError:
             pass
         if reg == "em mle":
             return "em", 1, None, 0.25
         raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
-                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t', 'em flow=T' or 'em mle'; "
+                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t', 'em flow=T', 'em time=T' or 'em mle'; "
                          f"got {reg!r}")
     if method not in METHODS:
         raise ValueError(f"estimate.method must be {_METHODS_TEXT}; got {method!r}")
@@ -198,7 +201,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     # the estimate's own counts refit alongside as a check (_checked_relaxed)
     plain_steps = steps if method == "em-steps" else min(steps or 0, _STOP_CAP)
     own = None
-    if relaxed and counts is not None and method in ("em-steps", "em-flow") and plain_steps >= _RELAXED_MIN_STEPS:
+    if (relaxed and counts is not None and method in ("em-steps", "em-flow", "em-time")
+            and plain_steps >= _RELAXED_MIN_STEPS):
         own = np.asarray(counts, dtype=float)
     # the outputs some replicate (or the check's counts) has: the others add nothing to an EM or EMS step
     used = np.flatnonzero(C.sum(axis=0) + (0.0 if own is None else own) > 0)
@@ -225,7 +229,7 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m))
     dense = isinstance(A, np.ndarray)
     blocks = blocks_for(dense, B)
-    if method == "em-steps":
+    if method in ("em-steps", "em-time"):
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
         if not dense and not hasattr(A, "em_rows"):  # sparse: the FFT may pay on a batch of rows
@@ -242,7 +246,12 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             parts = dense_step_blocks(model.k, used.size, rows) if dense else blocks_for(False, rows)
 
             def refit(r):
-                return _refit_em_steps(A, AT, Cs[r], P0[r], steps, sp, relax)
+                P = _refit_em_steps(A, AT, Cs[r], P0[r], plain_steps, sp, relax)
+                if steps > plain_steps:  # "em time=T": the EM flow of log g on from the cap, as auto's fit
+                    times = [t for t in _time_times(_STOP_CAP) if t < steps] + [steps]
+                    P = _time_path(A, AT, np.asarray(P, dtype=float), np.ascontiguousarray(Cs[r], dtype=float),
+                                   _STOP_CAP, times)[-1]
+                return P
 
             return (np.vstack(map_blocks(refit, rows, parts)),
                     np.ones(rows, bool))

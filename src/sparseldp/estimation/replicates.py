@@ -62,7 +62,7 @@ class Bootstrap(ReadOnlyArrays):
     robust : bool
         Whether the intervals are robust to regularization bias (``bootstrap(..., robust=True)``).
     relaxed : bool
-        Whether the plain EM steps of ``auto``'s ``"em steps=t"`` or ``"em flow=T"`` refits were
+        Whether the plain EM steps of ``auto``'s ``"em steps=t"``, ``"em flow=T"`` or ``"em time=T"`` refits were
         replaced by a faster integrator of the EM flow, checked on the estimate's own counts
         (``bootstrap``'s ``relaxed``; ``refit_steps`` says which).
     refit_steps : str
