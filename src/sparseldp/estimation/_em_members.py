@@ -346,14 +346,13 @@ def _time_path(A, AT, P, C, t0: int, times) -> list[np.ndarray]:
     return out
 
 
-def _time_fits(A, AT, C, time: int, single: bool = False, relax: int = 0) -> np.ndarray:
+def _time_fits(A, AT, C, time: int) -> np.ndarray:
     """The ``"em time=T"`` member on each column of the counts ``C`` (outputs x b; any products):
     ``min(T, _STOP_CAP)`` plain EM steps from the uniform start, then the EM flow of ``log g`` to time ``T``
     through the path's times below ``T`` (:func:`_time_path`, as in the selection).  ``k x b``, each column
-    normalized.  ``single`` and ``relax``: the plain steps' precision and scheme (the bootstrap's refits); the
-    flow in double."""
+    normalized.  (The bootstrap's refits run the same path on rows: ``refits._refit_replicates``.)"""
     C = np.asarray(C, dtype=float)
-    P = _uniform_em(A, AT, C, min(time, _STOP_CAP), single, relax)
+    P = _uniform_em(A, AT, C, min(time, _STOP_CAP))
     if time > _STOP_CAP:
         times = [t for t in _time_times(_STOP_CAP) if t < time] + [time]
         P = _time_path(A, AT, np.ascontiguousarray(P.T, dtype=float), np.ascontiguousarray(C.T), _STOP_CAP,
