@@ -429,7 +429,7 @@ def _gram_band_rows() -> list[dict]:
     for label in ("sparse products", "FFT"):
         before = model_mod._Model.gram_band
         if label == "sparse products":
-            model_mod._Model.gram_band = lambda self, idx: None
+            model_mod._Model.gram_band = lambda self, idx, fast=None: None
         try:
             t0 = time.perf_counter()
             est = estimate_frequencies_full(rc, mech, domain=(0, k - 1), method="em")
