@@ -13,6 +13,7 @@ import importlib.util
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -20,28 +21,36 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str]) -> int:
     wanted = argv[1:]
-    rows = []
+    rows, failed = [], []
     for path in sorted(HERE.glob("bench_*.py")):
         if wanted and not any(w in path.stem for w in wanted):
             continue
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(HERE))
-        spec.loader.exec_module(mod)
         t0 = time.perf_counter()
         print(f"== {path.stem}", flush=True)
-        for row in mod.run():
-            row = {"bench": path.stem, **row}
-            rows.append(row)
-            ratio = row.get("ratio")
-            ratio_s = f"{ratio:10.1f}x" if isinstance(ratio, (int, float)) else " " * 11
-            med = row.get("median_s")
-            med_s = f"{med:10.4f} s" if isinstance(med, (int, float)) else " " * 12
-            print(f"  {row['name']:<58} {med_s} {ratio_s}  {row.get('note', '')}", flush=True)
-        print(f"   ({time.perf_counter() - t0:.1f} s)")
+        try:  # a module that fails is reported and the others still run
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.path.insert(0, str(HERE))
+            spec.loader.exec_module(mod)
+            for row in mod.run():
+                row = {"bench": path.stem, **row}
+                rows.append(row)
+                ratio = row.get("ratio")
+                ratio_s = f"{ratio:10.1f}x" if isinstance(ratio, (int, float)) else " " * 11
+                med = row.get("median_s")
+                med_s = f"{med:10.4f} s" if isinstance(med, (int, float)) else " " * 12
+                print(f"  {row['name']:<58} {med_s} {ratio_s}  {row.get('note', '')}", flush=True)
+        except Exception:  # noqa: BLE001 -- any failure of a benchmark is reported, not fatal to the others
+            traceback.print_exc()
+            failed.append(path.stem)
+            rows.append({"bench": path.stem, "name": "FAILED", "note": traceback.format_exc(limit=3)})
+        print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
     out = HERE / "results.json"
     out.write_text(json.dumps(rows, indent=1, default=str))
     print(f"wrote {out}")
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 
