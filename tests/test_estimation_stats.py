@@ -662,7 +662,8 @@ def test_rkc_stage_count_is_the_fewest_that_holds_the_step(h):
 def test_em_factor_rows_by_fft_dense_and_by_hand_agree(b, seed, single):
     """The EM factor ``g(p) = A (c / (n A^T p))`` on rows (``solvers._g_rows``, which the Chebyshev refits
     evaluate): through the fused FFT products (``_toeplitz._Conv.g_rows``), sparse products and written out
-    by hand, in double (1e-9 of the largest) and single precision (1e-3).  The rows are spread out: in single
+    by hand, in double (1e-9 of the largest) and single precision (1e-3); and ``g.loglik``'s change between two
+    points, the likelihood guard's quantity, within 1e-9 / 1e-5 nats per report of the true change.  The rows are spread out: in single
     precision the FFT's outputs below 1e-7 of a row's largest are floored (``_toeplitz._REL_FLOOR_SINGLE``),
     which moves the factor of a value whose every output is that small (a Dirichlet(1) row's end value of
     1e-7: 23 %), as in the bootstrap's single-precision steps."""
@@ -675,13 +676,21 @@ def test_em_factor_rows_by_fft_dense_and_by_hand_agree(b, seed, single):
     def by_hand(P):
         return np.asarray(A @ (C / np.asarray(AT @ P.T).T).T).T / C.sum(axis=1, keepdims=True)
 
+    def loglik(P):  # per report, column-scaled q (the same shift for every P)
+        return (C * np.log(np.asarray(AT @ P.T).T)).sum(axis=1) / C.sum(axis=1)
+
     P1 = gen.dirichlet(np.full(k, 20.0), size=b)
     tol = (1e-3 if single else 1e-9) * max(by_hand(P0).max(), by_hand(P1).max())
+    ll_tol = 1e-5 if single else 1e-9  # the guard's thresholds (solvers._CHEB_LL_TOL) sit at or above these
     for cols in ((F, FT), (A, AT), (A.toarray(), AT.toarray())):
         p, g = _g_rows(*cols, P0, C, dtype)
         assert np.abs(g() - by_hand(P0)).max() <= tol
+        l0 = g.loglik()
         p[...] = P1  # the buffer is the point: new rows, new factors
         assert np.abs(g() - by_hand(P1)).max() <= tol
+        # g.loglik: the log-likelihood per report up to a constant per row (the fused steps leave out the
+        # column scales): its change between two points is the true one
+        assert np.abs((g.loglik() - l0) - (loglik(P1) - loglik(P0))).max() <= ll_tol
 
 
 def test_chebyshev_flow_follows_plain_em_steps():

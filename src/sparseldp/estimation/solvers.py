@@ -261,7 +261,8 @@ _CHEB_DAMPING = 2.0 / 13.0  # Verwer, Hundsdorfer and Sommeijer's damping: beta(
 # 2^-_CHEB_HALVINGS of the step.  Measured (300 values under a Gaussian window of 349, 10^7 reports of
 # zero-inflated counts, flowing from 20,000 to 80,000): unguarded, one row in 20 overshot an atom (from 0.4
 # to 0.98 at 0, the mean from 14.4 to 0.38); more stages or a higher floor under g did not help.
-_CHEB_LL_TOL = 1e-9
+# In single precision the per-report log-likelihood is summed from float32 terms: 1e-5 (its rounding is ~1e-6).
+_CHEB_LL_TOL = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 1e-5}
 _CHEB_HALVINGS = 12
 
 
@@ -326,7 +327,8 @@ def _rkc_beta(s: int) -> float:
 def _g_rows(A, AT, P, C, dtype):
     """``(p, g)`` as ``_fft_em.g_rows``: ``p`` a ``b x k`` buffer of ``dtype`` (holding ``P``), ``g()`` the
     EM factors of its rows (``b x k``), counts ``C`` (rows) normalized by each row's total; FFT products where
-    ``A`` has them, else sparse or dense products in column layout."""
+    ``A`` has them, else sparse or dense products in column layout.  ``g.loglik()``: each row's log-likelihood
+    per report at ``p``, up to a constant per row (the products of one direction only)."""
     fused = getattr(A, "g_rows", None)
     if fused is not None:
         return fused(P, C, dtype)
@@ -346,6 +348,12 @@ def _g_rows(A, AT, P, C, dtype):
         R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
         return (A @ R).T
 
+    def loglik():  # each row's sum_y c_y log q_y / n (column-scaled q: a constant shift per row)
+        Q = AT @ p.T
+        np.maximum(Q, floor, out=Q)
+        return (CT * np.log(Q)).sum(axis=0, dtype=np.float64)
+
+    g.loglik = loglik
     return p, g
 
 
@@ -379,30 +387,30 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
         return P
     dtype = np.dtype(np.float32 if single else np.float64)
     C = np.asarray(C, dtype=float)
-    Cn = C / np.maximum(C.sum(axis=1, keepdims=True), 1e-300)
     coefficients = {}
 
-    def field(P_rows, C_rows):  # F(Y) = log g at the rows exp(Y), normalized, floored (log g_floor)
+    def field(P_rows, C_rows):  # F(Y) = log g at the rows exp(Y), normalized, floored (log g_floor); L(Y)
         p, g = _g_rows(A, AT, P_rows, C_rows, dtype)
         dt = p.dtype
         tiny = dt.type(ITERATE_FLOOR[dt])
 
-        def F(Y):
+        def load(Y):
             np.subtract(Y, Y.max(axis=1, keepdims=True), out=p)
             np.exp(p, out=p)
             np.maximum(p, tiny, out=p)
             np.multiply(p, 1.0 / p.sum(axis=1, keepdims=True), out=p)
+
+        def F(Y):
+            load(Y)
             G = g()
             np.maximum(G, _CHEB_G_FLOOR, out=G)
             return np.log(G, out=G)
 
-        return F, dt
+        def L(Y):  # per report, up to a constant per row; the forward products alone
+            load(Y)
+            return g.loglik()
 
-    def loglik(Y, rows):  # per report, in double (the column scaling shifts it by a constant per row)
-        Pd = np.exp(Y.astype(np.float64) - Y.max(axis=1, keepdims=True))
-        Pd /= Pd.sum(axis=1, keepdims=True)
-        Q = np.asarray(AT @ np.ascontiguousarray(Pd.T), dtype=np.float64)
-        return (Cn[rows] * np.log(np.maximum(Q, 1e-300)).T).sum(axis=1)
+        return F, L, dt
 
     def rkc(F, dt, Y, h, s):  # one damped RKC step of length h, s stages; renormalized and floored
         if s not in coefficients:
@@ -422,26 +430,26 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
         np.maximum(Y, dt.type(math.log(ITERATE_FLOOR[dt])), out=Y)
         return Y
 
-    def halves(F, dt, rows, Y, L, h, depth):  # two guarded steps of h / 2 for the rows ``rows``
+    def halves(F, Lf, dt, Y, L, h, depth):  # two guarded steps of h / 2 for the rows of Y
         for _ in range(2):
             Yt = rkc(F, dt, Y, h / 2, _rkc_stages(h / 2))
-            Lt = loglik(Yt, rows)
-            if depth < _CHEB_HALVINGS and np.any(Lt < L - _CHEB_LL_TOL):
-                Yt, Lt = halves(F, dt, rows, Y, L, h / 2, depth + 1)
+            Lt = Lf(Yt)
+            if depth < _CHEB_HALVINGS and np.any(Lt < L - tol):
+                Yt, Lt = halves(F, Lf, dt, Y, L, h / 2, depth + 1)
             Y, L = Yt, Lt
         return Y, L
 
-    F, dtype = field(P, C)
+    F, Lf, dtype = field(P, C)
+    tol = _CHEB_LL_TOL[dtype]
     Y = np.log(np.maximum(P, ITERATE_FLOOR[np.dtype(np.float64)])).astype(dtype)
-    everyone = np.arange(Y.shape[0])
-    L = loglik(Y, everyone)
+    L = Lf(Y)
     for h, s in _chebyshev_schedule(start + warm, float(steps)):
         Yn = rkc(F, dtype, Y, h, s)
-        Ln = loglik(Yn, everyone)
-        bad = np.flatnonzero(Ln < L - _CHEB_LL_TOL)
+        Ln = Lf(Yn)
+        bad = np.flatnonzero(Ln < L - tol)
         if bad.size:  # the flow never lowers the likelihood: those rows again, in halves (stiff transients)
-            Fb, _ = field(np.exp(Y[bad].astype(np.float64)), C[bad])
-            Yn[bad], Ln[bad] = halves(Fb, dtype, bad, Y[bad], L[bad], h, 1)
+            Fb, Lb, _ = field(np.exp(Y[bad].astype(np.float64)), C[bad])
+            Yn[bad], Ln[bad] = halves(Fb, Lb, dtype, Y[bad], L[bad], h, 1)
         Y, L = Yn, Ln
     out = np.exp(Y.astype(np.float64))
     out /= out.sum(axis=1, keepdims=True)
