@@ -662,7 +662,7 @@ def test_rkc_stage_count_is_the_fewest_that_holds_the_step(h):
 def test_em_factor_rows_by_fft_dense_and_by_hand_agree(b, seed, single):
     """The EM factor ``g(p) = A (c / (n A^T p))`` on rows (``solvers._g_rows``, which the Chebyshev refits
     evaluate): through the fused FFT products (``_toeplitz._Conv.g_rows``), sparse products and written out
-    by hand, in double (1e-9 of the largest) and single precision (1e-3); and ``g.loglik``'s change between two
+    by hand, in double (1e-9 of the largest) and single precision (1e-3); and ``g(loglik=True)``'s log-likelihood change between two
     points, the likelihood guard's quantity, within 1e-9 / 1e-5 nats per report of the true change.  The rows are spread out: in single
     precision the FFT's outputs below 1e-7 of a row's largest are floored (``_toeplitz._REL_FLOOR_SINGLE``),
     which moves the factor of a value whose every output is that small (a Dirichlet(1) row's end value of
@@ -685,12 +685,12 @@ def test_em_factor_rows_by_fft_dense_and_by_hand_agree(b, seed, single):
     for cols in ((F, FT), (A, AT), (A.toarray(), AT.toarray())):
         p, g = _g_rows(*cols, P0, C, dtype)
         assert np.abs(g() - by_hand(P0)).max() <= tol
-        l0 = g.loglik()
+        l0 = g(loglik=True)[1]
         p[...] = P1  # the buffer is the point: new rows, new factors
         assert np.abs(g() - by_hand(P1)).max() <= tol
-        # g.loglik: the log-likelihood per report up to a constant per row (the fused steps leave out the
+        # g(loglik=True): the log-likelihood per report up to a constant per row (the fused steps leave out the
         # column scales): its change between two points is the true one
-        assert np.abs((g.loglik() - l0) - (loglik(P1) - loglik(P0))).max() <= ll_tol
+        assert np.abs((g(loglik=True)[1] - l0) - (loglik(P1) - loglik(P0))).max() <= ll_tol
 
 
 def test_chebyshev_flow_follows_plain_em_steps():

@@ -334,6 +334,12 @@ def _time_times(cap: int) -> list[int]:
     return [cap * 2 ** j for j in range(1, _TIME_DOUBLINGS + 1)]
 
 
+def _time_legs(time: int) -> list[int]:
+    """The times the ``"em time=T"`` member's flow passes through past the cap: the path's below ``T``, then
+    ``T`` (so that its fit on all counts and its refits land where the selection's members did)."""
+    return [t for t in _time_times(_STOP_CAP) if t < time] + [time]
+
+
 def _time_path(A, AT, P, C, t0: int, times) -> list[np.ndarray]:
     """The rows ``P`` (``b x k``, ``t0`` plain EM steps from the uniform start on the rows of counts ``C``)
     carried along the EM flow of ``log g`` (``solvers._em_chebyshev``) through ``times`` (each above ``t0``,
@@ -354,9 +360,8 @@ def _time_fits(A, AT, C, time: int) -> np.ndarray:
     C = np.asarray(C, dtype=float)
     P = _uniform_em(A, AT, C, min(time, _STOP_CAP))
     if time > _STOP_CAP:
-        times = [t for t in _time_times(_STOP_CAP) if t < time] + [time]
         P = _time_path(A, AT, np.ascontiguousarray(P.T, dtype=float), np.ascontiguousarray(C.T), _STOP_CAP,
-                       times)[-1].T
+                       _time_legs(time))[-1].T
     return P / P.sum(axis=0)
 
 

@@ -105,21 +105,20 @@ def g_rows(conv, P: np.ndarray, C: np.ndarray, dtype=np.float64):
     """``(p, g)``: the EM map's factor ``g(p) = S (c / (n S^T p))`` on rows, as :func:`em_rows` computes it
     (``p`` a ``b x k`` buffer of ``dtype`` holding ``P``, to be overwritten with any rows, ``g()`` their
     factors as a fresh ``b x k`` array of ``dtype``; the counts ``C`` are each row's own, normalized by
-    their totals).  For integrators of the EM flow other than plain steps (``solvers._em_chebyshev``)."""
+    their totals).  ``g(loglik=True)``: ``(factors, each row's sum_y c_y log q_y / n)`` from the same forward
+    products (``q`` without the column scales: a constant shift per row).  For integrators of the EM flow
+    other than plain steps (``solvers._em_chebyshev``, whose guard reads the log-likelihood)."""
     rs = _RowSteps(conv, P, C, None, dtype, False)
 
-    def g():
-        rs.forward()
-        return rs.backward()
-
-    def loglik():  # each row's sum_y c_y log q_y / n (q without the column scales: a constant shift per row)
+    def g(loglik=False):
         Zm, Qe = rs.forward()
-        out = (rs.Cm * np.log(Zm)).sum(axis=1, dtype=np.float64)
+        if not loglik:
+            return rs.backward()
+        ll = (rs.Cm * np.log(Zm)).sum(axis=1, dtype=np.float64)
         if rs.edges:
-            out += (rs.Ce * np.log(np.where(rs.has_e, Qe, 1.0))).sum(axis=1)
-        return out
+            ll += (rs.Ce * np.log(np.where(rs.has_e, Qe, 1.0))).sum(axis=1)
+        return rs.backward(), ll
 
-    g.loglik = loglik  # half an evaluation: the forward products alone (solvers._em_chebyshev's guard)
     return rs.p, g
 
 

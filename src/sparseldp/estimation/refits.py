@@ -20,7 +20,7 @@ import numpy as np
 
 from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks
-from ._em_members import _STOP_CAP, _flow_fits, _time_path, _time_times
+from ._em_members import _STOP_CAP, _flow_fits, _time_legs, _time_path
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
@@ -248,9 +248,8 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
             def refit(r):
                 P = _refit_em_steps(A, AT, Cs[r], P0[r], plain_steps, sp, relax)
                 if steps > plain_steps:  # "em time=T": the EM flow of log g on from the cap, as auto's fit
-                    times = [t for t in _time_times(_STOP_CAP) if t < steps] + [steps]
                     P = _time_path(A, AT, np.asarray(P, dtype=float), np.ascontiguousarray(Cs[r], dtype=float),
-                                   _STOP_CAP, times)[-1]
+                                   _STOP_CAP, _time_legs(steps))[-1]
                 return P
 
             return (np.vstack(map_blocks(refit, rows, parts)),

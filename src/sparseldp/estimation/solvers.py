@@ -327,8 +327,8 @@ def _rkc_beta(s: int) -> float:
 def _g_rows(A, AT, P, C, dtype):
     """``(p, g)`` as ``_fft_em.g_rows``: ``p`` a ``b x k`` buffer of ``dtype`` (holding ``P``), ``g()`` the
     EM factors of its rows (``b x k``), counts ``C`` (rows) normalized by each row's total; FFT products where
-    ``A`` has them, else sparse or dense products in column layout.  ``g.loglik()``: each row's log-likelihood
-    per report at ``p``, up to a constant per row (the products of one direction only)."""
+    ``A`` has them, else sparse or dense products in column layout.  ``g(loglik=True)``: ``(factors, each row's
+    log-likelihood per report at p)``, the latter up to a constant per row, from the same products."""
     fused = getattr(A, "g_rows", None)
     if fused is not None:
         return fused(P, C, dtype)
@@ -342,18 +342,15 @@ def _g_rows(A, AT, P, C, dtype):
     p = np.array(P, dtype=dtype)
     floor = np.finfo(dtype).tiny
 
-    def g():
+    def g(loglik=False):
         Q = AT @ p.T
         np.maximum(Q, floor, out=Q)
+        # each row's sum_y c_y log q_y / n (column-scaled q: a constant shift per row)
+        ll = (CT * np.log(Q)).sum(axis=0, dtype=np.float64) if loglik else None
         R = np.divide(CT, Q, out=np.zeros_like(Q), where=has)
-        return (A @ R).T
+        G = (A @ R).T
+        return (G, ll) if loglik else G
 
-    def loglik():  # each row's sum_y c_y log q_y / n (column-scaled q: a constant shift per row)
-        Q = AT @ p.T
-        np.maximum(Q, floor, out=Q)
-        return (CT * np.log(Q)).sum(axis=0, dtype=np.float64)
-
-    g.loglik = loglik
     return p, g
 
 
@@ -389,7 +386,9 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
     C = np.asarray(C, dtype=float)
     coefficients = {}
 
-    def field(P_rows, C_rows):  # F(Y) = log g at the rows exp(Y), normalized, floored (log g_floor); L(Y)
+    def field(P_rows, C_rows):
+        # F(Y) = log g at the rows exp(Y), normalized, g floored at _CHEB_G_FLOOR; FL(Y) = (F(Y), each row's
+        # log-likelihood per report up to a constant per row) from the same products
         p, g = _g_rows(A, AT, P_rows, C_rows, dtype)
         dt = p.dtype
         tiny = dt.type(ITERATE_FLOOR[dt])
@@ -404,19 +403,20 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
             load(Y)
             G = g()
             np.maximum(G, _CHEB_G_FLOOR, out=G)
-            return np.log(G, out=G)
+            return np.log(G, out=G)  # a fresh array: g() returns one per call
 
-        def L(Y):  # per report, up to a constant per row; the forward products alone
+        def FL(Y):
             load(Y)
-            return g.loglik()
+            G, ll = g(loglik=True)
+            np.maximum(G, _CHEB_G_FLOOR, out=G)
+            return np.log(G, out=G), ll
 
-        return F, L, dt
+        return F, FL, dt
 
-    def rkc(F, dt, Y, h, s):  # one damped RKC step of length h, s stages; renormalized and floored
+    def rkc(F, dt, Y, h, s, F0):  # one damped RKC step of length h, s stages (F0 = F(Y)); renormalized, floored
         if s not in coefficients:
             coefficients[s] = _rkc_coefficients(s)
         mu_t, mu, nu, gam, _ = coefficients[s]
-        F0 = F(Y)  # a fresh array: g() returns one per call
         Y2, Y1 = Y, Y + dt.type(mu_t[1] * h) * F0
         for j in range(2, s + 1):
             Yj = F(Y1)
@@ -430,27 +430,28 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
         np.maximum(Y, dt.type(math.log(ITERATE_FLOOR[dt])), out=Y)
         return Y
 
-    def halves(F, Lf, dt, Y, L, h, depth):  # two guarded steps of h / 2 for the rows of Y
+    def halves(F, FL, dt, Y, F0, L, h, depth):  # two guarded steps of h / 2 for the rows of Y
         for _ in range(2):
-            Yt = rkc(F, dt, Y, h / 2, _rkc_stages(h / 2))
-            Lt = Lf(Yt)
+            Yt = rkc(F, dt, Y, h / 2, _rkc_stages(h / 2), F0)
+            Ft, Lt = FL(Yt)
             if depth < _CHEB_HALVINGS and np.any(Lt < L - tol):
-                Yt, Lt = halves(F, Lf, dt, Y, L, h / 2, depth + 1)
-            Y, L = Yt, Lt
-        return Y, L
+                Yt, Ft, Lt = halves(F, FL, dt, Y, F0, L, h / 2, depth + 1)
+            Y, F0, L = Yt, Ft, Lt
+        return Y, F0, L
 
-    F, Lf, dtype = field(P, C)
+    F, FL, dtype = field(P, C)
     tol = _CHEB_LL_TOL[dtype]
     Y = np.log(np.maximum(P, ITERATE_FLOOR[np.dtype(np.float64)])).astype(dtype)
-    L = Lf(Y)
+    F0, L = FL(Y)
     for h, s in _chebyshev_schedule(start + warm, float(steps)):
-        Yn = rkc(F, dtype, Y, h, s)
-        Ln = Lf(Yn)
+        # each step's first stage is the last step's check: F and the likelihood from the same products
+        Yn = rkc(F, dtype, Y, h, s, F0)
+        Fn, Ln = FL(Yn)
         bad = np.flatnonzero(Ln < L - tol)
         if bad.size:  # the flow never lowers the likelihood: those rows again, in halves (stiff transients)
-            Fb, Lb, _ = field(np.exp(Y[bad].astype(np.float64)), C[bad])
-            Yn[bad], Ln[bad] = halves(Fb, Lb, dtype, Y[bad], L[bad], h, 1)
-        Y, L = Yn, Ln
+            Fb, FLb, _ = field(np.exp(Y[bad].astype(np.float64)), C[bad])
+            Yn[bad], Fn[bad], Ln[bad] = halves(Fb, FLb, dtype, Y[bad], F0[bad], L[bad], h, 1)
+        Y, F0, L = Yn, Fn, Ln
     out = np.exp(Y.astype(np.float64))
     out /= out.sum(axis=1, keepdims=True)
     return out
