@@ -1428,6 +1428,31 @@ def test_bootstrap_warns_when_its_mean_spread_is_far_below_the_reports():
         est2.bootstrap(m2, B=50, rng=0)
 
 
+def test_bootstrap_mean_spread_is_judged_against_the_domain_when_the_reports_are_wider():
+    """A window of 383 on 5 values: the report mean's standard error (10.3 from these 5 reports) is far
+    above anything a mean on 0..4 can spread (at most 2), so the MLE's replicates spreading it by 0.73
+    are not flagged (they were, against a tenth of 10.3); EMS's replicates from 50 reports, which barely
+    move whatever the data, are still flagged, against the domain's half-width."""
+    import warnings
+
+    import sparseldp as sl
+    from sparseldp.sampling import sample
+
+    m = sl.SparseLaplace(lam=0.07, s=383)
+    y = sample(m, np.random.default_rng(2).integers(0, 5, 5), rng=2)
+    assert np.std(y) / np.sqrt(5) > 10
+    est = estimate_frequencies_full(y, m, domain=(0, 4))
+    assert est.regularization == "em mle"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = est.bootstrap(m, B=50, rng=0)
+    assert 0.2 < float(np.std(b.replicates @ np.arange(5))) < 1
+    y = sample(m, np.random.default_rng(1).integers(0, 5, 50), rng=1)
+    est = estimate_frequencies_full(y, m, domain=(0, 4))
+    with pytest.warns(RuntimeWarning, match=r"under a tenth of the domain's half-width 2 \(the report mean's"):
+        est.bootstrap(m, B=50, rng=0)
+
+
 @pytest.mark.parametrize("max_iter", [1, 5])
 def test_em_convergence_warning_quotes_the_gap_of_the_point_returned(max_iter):
     import sparseldp as sl

@@ -429,6 +429,11 @@ def _warn_if_narrower_than_the_reports(P, values, model, counts, n: int, label: 
     the data) or an estimate on the boundary of the simplex (a point mass), whose parametric replicates
     cannot move off it.  Intervals of such a bootstrap under-cover (measured: mean intervals 0.0007 wide
     missing the truth by 0.4, 11 of 40 covering, where ``estimate_mean`` covered 39 of 40).
+
+    The domain also pins the mean: no distribution on ``lo..hi`` puts it more than ``(hi - lo) / 2`` from
+    the middle, so no replicates spread it by more.  Where that half-width is below the report mean's
+    standard error (a window much wider than the domain, few reports) it is the reference instead: a
+    bootstrap spreading the mean of 5 values by 1 is not narrow, though the reports' error is 50.
     """
     from .mean import _moments  # here: mean imports frequencies, which imports this module
     from .stats import _mean
@@ -437,11 +442,14 @@ def _warn_if_narrower_than_the_reports(P, values, model, counts, n: int, label: 
         return
     _, var_reports = _moments(counts, (model.outputs - model.outputs[0]).astype(float), float(n))
     se = math.sqrt(max(var_reports, 0.0) / n)
+    half = 0.5 * float(values[-1] - values[0])  # the largest standard deviation of any mean on the domain
     sd_boot = float(np.std(_mean(P, values)))
-    if se > 0 and sd_boot < _NARROW_MEAN * se:
+    if se > 0 and sd_boot < _NARROW_MEAN * min(se, half):
         where = ("" if is_mle else " (the estimate's regularization sets their width, not the data)")
+        ref = (f"the report mean's standard error {se:.3g}" if se <= half else
+               f"the domain's half-width {half:.3g} (the report mean's standard error is {se:.3g})")
         warnings.warn(f"the bootstrap's replicates ({label}) spread their mean by {sd_boot:.3g}, under a tenth of "
-                      f"the report mean's standard error {se:.3g}: its intervals are narrower than the reports "
+                      f"{ref}: its intervals are narrower than the reports "
                       f"support and may miss{where}; for the mean use estimate_mean (the CLI prints it), for "
                       "the other statistics bootstrap with robust=True (the CLI's --robust)",
                       RuntimeWarning, stacklevel=3)
