@@ -191,6 +191,28 @@ def test_select_tol_is_one_over_n_between_its_bounds():
     assert _path._select_tol(np.full(5, 8e7)) == _path._SELECT_TOL
 
 
+@pytest.mark.parametrize("n, tol", [(2_000, 1e-5), (10**5, 1e-5), (4 * 10**5, 2.5e-6), (10**7, 1e-6)])
+def test_chosen_ems_member_is_refit_to_the_folds_distance_at_most_1e_5(monkeypatch, n, tol):
+    """The chosen EMS member's fit on all counts stops where the fold fits stopped (1 / n within
+    [1e-6, 1e-4]) and at most 1e-5 from its fixed point (the bootstrap refits'), not at method="ems"'s
+    1e-8, which slow contractions do not reach in 50,000 evaluations."""
+    from sparseldp.estimation import auto, frequencies
+
+    assert auto._ems_refit_tol(n) == pytest.approx(tol)
+    y, _ = _reports(_smooth_pop(), 20_000, 3)
+    seen = []
+    real = frequencies._fit
+
+    def recorded(model, c_all, method, tol, *rest):
+        seen.append((method, tol))
+        return real(model, c_all, method, tol, *rest)
+
+    monkeypatch.setattr(frequencies, "_fit", recorded)
+    est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", return_info=True)
+    assert est.regularization == "ems smooth=1"
+    assert seen == [("ems", auto._ems_refit_tol(20_000))] and est.converged
+
+
 def test_ems_fold_fits_stop_at_one_over_n_and_score_alike(monkeypatch):
     """At 10^4 reports the EMS fold fits stop at a TV distance of 1e-4 from their fixed points instead
     of 1e-6: fewer evaluations, and held-out totals within 0.05 nats of the strict fits' (the rule's
