@@ -48,15 +48,16 @@ def _smooth(p: np.ndarray, passes: int, weight: float = 0.25, axis: int = -1) ->
     ``p`` is preserved.  Works along ``axis`` (the last by default: a ``B x k`` array of bootstrap
     replicates is smoothed row by row); vectorized over the domain, the loop is over passes.
     """
-    p = np.moveaxis(p, axis, -1)
+    lead = (slice(None),) * (axis % p.ndim)  # index along ``axis`` in place (no moved copies per pass)
+    head, tail, first, last = lead + (slice(1, None),), lead + (slice(None, -1),), lead + (0,), lead + (-1,)
     for _ in range(passes):
         out = (1.0 - 2.0 * weight) * p
-        out[..., 1:] += weight * p[..., :-1]
-        out[..., :-1] += weight * p[..., 1:]
-        out[..., 0] += weight * p[..., 0]
-        out[..., -1] += weight * p[..., -1]
+        out[head] += weight * p[tail]
+        out[tail] += weight * p[head]
+        out[first] += weight * p[first]
+        out[last] += weight * p[last]
         p = out
-    return np.moveaxis(p, -1, axis)
+    return p
 
 
 def _check_smooth(smooth, method: str) -> int:
