@@ -1090,6 +1090,7 @@ def test_unconverged_ems_refits_warn_how_far_they_are(monkeypatch, estimated):
     assert re.search(far, text)
     spread = np.median(0.5 * np.abs(bs.replicates - e.p).sum(axis=1))
     assert f", and the replicates lie a median TV distance of {spread:.3g} from the estimate)" in text
+    assert "a small step is no small distance" in text and "raise max_iter until they stop moving" in text
 
 
 def test_ems_refits_on_the_outputs_some_replicate_has_are_the_same():
