@@ -239,7 +239,7 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
     converged mask, ``2 x b``: distance and last plain step).
     """
     k, b = P.shape
-    S = _smooth(np.eye(k), passes, weight, axis=0)
+    eye = np.eye(k)
     P = np.array(P, dtype=float)
     conv = np.zeros(b, bool)
     dist = np.full((2, b), np.inf)
@@ -251,7 +251,7 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
         def F(p):
             q = AT @ p
             g = nj * (A @ np.divide(c, q, out=np.zeros_like(q), where=has))
-            return np.maximum(S @ (p * g), _LOG_FLOOR), q, g
+            return np.maximum(_smooth(p * g, passes, weight), _LOG_FLOOR), q, g
 
         p = np.maximum(P[:, j], _LOG_FLOOR)
         p /= p.sum()
@@ -264,10 +264,10 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
                 dist[:, j] = 0.0, plain
                 break
             w = nj * np.divide(c, q * q, out=np.zeros_like(q), where=has)
-            D = (S @ (np.diag(g) - p[:, None] * ((A * w) @ AT))) * (p[None, :] / Fp[:, None])
+            D = _smooth(np.diag(g) - p[:, None] * ((A * w) @ AT), passes, weight, axis=0) * (p[None, :] / Fp[:, None])
             r = np.log(Fp) - np.log(p)
             try:
-                d = np.linalg.solve(np.eye(k) - D, r)
+                d = np.linalg.solve(eye - D, r)
             except np.linalg.LinAlgError:
                 break
             if not np.all(np.isfinite(d)):
