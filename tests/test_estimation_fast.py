@@ -320,10 +320,9 @@ def test_ems_bootstrap_refits_on_randomized_response_reach_their_fixed_points():
     """Randomized response at eps = 3 on 400 values, 10^4 reports, auto's EMS member: at the default 2,000
     evaluations the mixing left most refits short, near the estimate, and the mean's interval too narrow
     (B = 50: [41.0, 54.8] with 38 short, [41.0, 65.5] with 34 once stalled columns went on by mixing
-    logarithms, against [41.0, 69.3] with every refit run to its fixed point).  Newton's method finishes
-    most of them within the same budget (B = 20: 17 converged, against 4 and 9; B = 50: all 50 with the
-    bootstrap's second run, the interval [41.0, 69.3]).  Those it cannot finish (a nearly singular
-    Jacobian) stay short, and the warning says so."""
+    logarithms, against [41.0, 69.3] with every refit run to its fixed point).  Newton's method (damped
+    where its step fails) finishes them within the same budget: B = 20, all 20 converged against 4 and 9
+    (17 with halved steps alone); B = 50, all 50, the interval [41.0, 69.3]."""
     import warnings
 
     import sparseldp as sl
@@ -338,7 +337,7 @@ def test_ems_bootstrap_refits_on_randomized_response_reach_their_fixed_points():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         bs = est.bootstrap(m, B=20, rng=1)
-    assert bs.converged >= 15
+    assert bs.converged >= 19  # all 20 here; one of slack for another BLAS's rounding
 
 
 def test_large_channel_leaves_the_mle_off_the_path(monkeypatch):

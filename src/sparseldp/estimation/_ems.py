@@ -39,12 +39,12 @@ _AA_RESTARTS = 1
 _AA_BUDGET = 3_000
 # The mixing of logs (_ems_anderson's log_space): entries below this are taken at it before their log.
 _LOG_FLOOR = 1e-300
-# Newton's method on EMS's fixed point (_ems_newton), for the columns the mixing leaves short on dense
-# channels whose k x k Jacobian costs at most _NEWTON_COST flops (k^2 m'): the evaluations of F kept for it
-# out of max_iter (at most a tenth of it), and the halvings of a step's length before a column gives up.
+# Newton's method (_ems_newton) on dense channels whose Jacobian costs at most _NEWTON_COST flops (k^2 m'):
+# the evaluations of F kept for it (at most a tenth of max_iter), its trials per step, its smallest damping.
 _NEWTON_COST = 2e8
 _NEWTON_EVALS = 200
-_NEWTON_HALVINGS = 12
+_NEWTON_TRIES = 12
+_NEWTON_MU = 1e-4
 
 
 def _smooth(p: np.ndarray, passes: int, weight: float = 0.25, axis: int = -1) -> np.ndarray:
@@ -174,18 +174,10 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=Fals
     Both stop a column at an estimated total-variation distance ``tol`` to the fixed point (or a plain
     step under ``1e-14``); ``max_iter`` caps the evaluations of ``F`` of both phases together.
 
-    Measured (2026-11-30, one BLAS thread, ``auto`` on the same counts against SQUAREM alone; the
-    same choices and estimates to eight digits): 1,000 values under the Gaussian design of (1, 1e-6,
-    10) (window 695), 10^4 reports, five shapes: the weakest smoothing's fold fits took 781 / 741 /
-    998 / 581 / 921 evaluations against 12,113 / 3,167 / 6,365 / 644 / 1,958 (smooth, bimodal,
-    spike, zero-inflated, heavy tail), ``auto`` 7.0 / 3.0 / 8.6 / 8.6 / 4.3 s against 17.1 / 3.8 /
-    11.0 / 8.2 / 4.6 s; the bootstrap (B = 100) of the smooth shape's ``ems weight=0.03125``, all
-    100 refits converged within their 2,000 evaluations against 17, 7.9-9.1 s against 14.0 s.  The
-    estimator battery (``benchmarks/bench_estimators.py``, 176 cases on 20 and 100 values) made the
-    same 176 choices, TV and W1 within 3e-8 and 5e-7, with 99,128 EMS evaluations against 109,134
-    (two cases took more: 2,693 against 1,404 and 1,608 against 1,290).  Anderson mixing alone
-    stalled near small entries (a spike under the Laplace design of (1, 1e-6, 5), 100 values, 10^6
-    reports: 3,495 evaluations against SQUAREM's 309; benchmarks/study_ems_anderson.py).
+    Against SQUAREM alone (the README's timing table has more): 1,000 values, Gaussian window 695, 10^4
+    reports, the weakest smoothing's fold fits took 581-998 evaluations against 644-12,113 over five
+    shapes, and 100 of 100 bootstrap refits of one converged within 2,000 against 17; the battery made
+    the same 176 choices.  Anderson mixing alone stalled near small entries (study_ems_anderson.py).
 
     Returns (P, evaluations, converged mask), and with ``with_dist`` a ``2 x b`` array: each column's
     last estimated distance to its fixed point (``inf`` where the solver had no estimate) and its last
@@ -212,6 +204,25 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=Fals
     return (P, e, conv, dist) if with_dist else (P, e, conv)
 
 
+def _trials(eye, D, r, mu):
+    """:func:`_ems_newton`'s trial steps, in order: ``((1 + mu) I - D)^-1 r`` and its halvings, then
+    steps damped tenfold more each time (Levenberg-Marquardt); each with whether it is Newton's full
+    undamped step and the damping it used."""
+    def solve(m):
+        try:
+            return np.linalg.solve(eye * (1.0 + m) - D, r)
+        except np.linalg.LinAlgError:
+            return np.full(r.size, np.nan)
+
+    d, a = solve(mu), 1.0
+    for _ in range(_NEWTON_TRIES):
+        yield a * d, a == 1.0 and mu == 0.0, mu
+        a *= 0.5
+    for _ in range(_NEWTON_TRIES):
+        mu = max(10.0 * mu, _NEWTON_MU)
+        yield solve(mu), False, mu
+
+
 def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
     r"""Newton's method on EMS's fixed point in the logarithms, column by column, for a dense ``A``
     (``k x m'``): :func:`_ems_fixed`'s finish for the columns the mixing leaves short.
@@ -219,23 +230,23 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
     With ``F(p) = S (p * g(p))`` (``S`` the smoothing, ``g = A (c / A^T p) / n``; ``sum p g = 1`` for
     every ``p``), ``dF/dp = S (diag(g) - diag(p) A diag(c / (n q^2)) A^T)``, ``q = A^T p``.  In
     ``t = log p`` the fixed point solves ``log F(e^t) = t``; each step solves
-    ``(I - D) d = log F(p) - log p`` with ``D = diag(1 / F) (dF/dp) diag(p)`` and moves ``p <- p e^(a d)``
-    (renormalized; positive without a floor), ``a`` halved from 1 until the residual's norm
-    ``sum p (log F(p) - log p)^2`` shrinks (weighted by the current ``p``, so entries near 0, whose
-    logarithms are large and matter little, do not hold the step back; Newton's direction descends in
-    any such norm).
+    ``((1 + mu) I - D) d = log F(p) - log p`` with ``D = diag(1 / F) (dF/dp) diag(p)`` and moves
+    ``p <- p e^d`` (renormalized; positive without a floor), the trials of :func:`_trials` in turn
+    until the residual's norm ``sum p (log F(p) - log p)^2`` shrinks (weighted by the current ``p``,
+    so entries near 0, whose logarithms are large and matter little, do not hold the step back): the
+    step and its halvings, then steps damped more (Levenberg-Marquardt's ``mu``, lowered tenfold after
+    each step taken).
 
     Where EMS contracts within about 1e-5 of 1 (randomized response on 400 values: a long flat tail
     that the smoothing diffuses over and the data barely restore) the mixing needs tens of thousands of
-    evaluations; Newton converged in 7-10 steps from SQUAREM's first 300 evaluations there.  From the
-    mixing's last points it finished 33 of 34 bootstrap refits (eps = 3, B = 50); the one it left had a
-    Jacobian conditioned at 1e7-1e9, whose steps the halvings could not keep on the residual's descent.
+    evaluations; Newton converged in 7-10 steps from SQUAREM's first 300 evaluations there, and finished
+    all 34 bootstrap refits the mixing left (eps = 3, B = 50; 33 with halvings alone: Jacobians
+    conditioned at 1e7-1e9 move some entries by factors of e^800, which the damped steps avoid).
 
-    A column is converged after a full step (``a = 1``) no longer than ``tol`` in total variation, its
-    distance then the last step's (quadratic convergence leaves far less), or once its plain step is at
-    most ``1e-14`` (rounding).  ``max_evals`` caps each column's evaluations of ``F`` (one per trial
-    point); a column whose step cannot shrink that norm in :data:`_NEWTON_HALVINGS` halvings, or whose
-    system is singular, stays where it was.  Returns (P, evaluations: the most any column used,
+    A column is converged after an undamped step (``mu = 0``) no longer than ``tol`` in total variation,
+    its distance then the last step's (quadratic convergence leaves far less), or once its plain step is
+    at most ``1e-14`` (rounding).  ``max_evals`` caps each column's evaluations of ``F`` (one per trial
+    point); a column no trial step improves stays where it was.  Returns (P, evaluations: the most any column used,
     converged mask, ``2 x b``: distance and last plain step).
     """
     k, b = P.shape
@@ -256,7 +267,7 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
         p = np.maximum(P[:, j], _LOG_FLOOR)
         p /= p.sum()
         Fp, q, g = F(p)
-        evals = 1
+        evals, mu = 1, 0.0
         while evals < max_evals:
             plain = 0.5 * float(np.abs(Fp - p).sum())
             if plain <= _EMS_FLOOR:  # a fixed point to rounding (the mixing's rule too)
@@ -266,27 +277,23 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
             w = nj * np.divide(c, q * q, out=np.zeros_like(q), where=has)
             D = _smooth(np.diag(g) - p[:, None] * ((A * w) @ AT), passes, weight, axis=0) * (p[None, :] / Fp[:, None])
             r = np.log(Fp) - np.log(p)
-            try:
-                d = np.linalg.solve(eye - D, r)
-            except np.linalg.LinAlgError:
-                break
-            if not np.all(np.isfinite(d)):
-                break
-            merit, a = float(p @ (r * r)), 1.0
-            for _ in range(_NEWTON_HALVINGS):
-                pn = p * np.exp(np.minimum(a * d, 700.0))
+            merit = float(p @ (r * r))
+            for d, undamped, mu_t in _trials(eye, D, r, mu):
+                if not np.all(np.isfinite(d)):
+                    continue
+                pn = p * np.exp(np.minimum(d, 700.0))
                 pn = np.maximum(pn / pn.sum(), _LOG_FLOOR)
                 Fn, qn, gn = F(pn)
                 evals += 1
                 rn = np.log(Fn) - np.log(pn)
                 if float(p @ (rn * rn)) < merit or evals >= max_evals:
                     break
-                a *= 0.5
             else:
                 break
             step = 0.5 * float(np.abs(pn - p).sum())
             p, Fp, q, g = pn, Fn, qn, gn
-            if a == 1.0 and step <= tol:
+            mu = mu_t / 10.0 if mu_t > _NEWTON_MU else 0.0
+            if undamped and step <= tol:
                 conv[j] = True
                 dist[:, j] = step, 0.5 * float(np.abs(Fp - p).sum())
                 break
@@ -325,14 +332,10 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
     mixtures overshoot them below 0, the floor holds them, and the residual stops shrinking near 1e-6:
     this is what the hand-back is for (``tests/test_estimation_fast.py`` reproduces it).
 
-    Where the plain mixing stalls on a channel that tells little per report (randomized response at
-    eps = 2 on 400 values, 10^4 reports, five training folds, weight 1/4), SQUAREM took the stalled
-    columns one at a time, 8,364 evaluations in all, and left them up to ``1.8e-3`` from the fixed
-    point at ``tol = 1e-4``; the mixing of logs in between: 2,601 evaluations, within ``7e-5``
-    (weight 1/8: 9,643 against 3,072 evaluations, ``4.4e-3`` against ``6e-4``; 10^6 reports, weight
-    1/4, ``tol = 1.3e-6``: 10,287 against 2,442, ``1e-5`` against ``2.9e-6``).  Mixing logs from the
-    start took 1.5-4 times the evaluations on the estimator battery's channels, so it stays the
-    fallback; the battery's 176 estimates are the same bit for bit (no column there stalls).
+    Where the plain mixing stalls on randomized response over 400 values (five folds, weight 1/4),
+    SQUAREM alone took 8,364 evaluations and stopped up to 1.8e-3 from the fixed point at ``tol =
+    1e-4``; the mixing of logs in between 2,601, within 7e-5 (docs/estimation.md).  From the start it
+    took 1.5-4 times the evaluations on the battery's channels, so it is the fallback only.
 
     Stopping rule, per column: every ``L = 10`` evaluations the point ``F(x)``
     is compared with the one ``L`` evaluations before: with ``disp`` their TV
@@ -343,11 +346,8 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
     its plain step ``|F(x) - x|`` is at most ``1e-14`` (rounding).  Converged
     columns are frozen; ``max_iter`` caps the evaluations of ``F``.
 
-    Measured against SQUAREM on five training folds of 10^4 reports on 1,000 values under the
-    Gaussian design of (1, 1e-6, 10) (window 695), weights 1/4, 1/8, 1/32 in turn (``tol`` 1e-4; the
-    mixing from the uniform start, at depth 6 with a lag rule close to this one): 175 / 246 / 1,354
-    evaluations against 866 / 4,040 / 12,710, stopping 0.7e-4 / 0.3e-4 / 0.6e-4 in TV from the
-    fixed point against 7.1e-4 / 1.0e-4 / 1.1e-4 (distances from a run to ``tol = 1e-13``).
+    Against SQUAREM on five folds (1,000 values, Gaussian window 695, weights 1/4, 1/8, 1/32, ``tol``
+    1e-4): 175 / 246 / 1,354 evaluations against 866 / 4,040 / 12,710, and closer to the fixed point.
 
     Returns (P, evaluations, converged mask), and with ``with_dist`` a ``2 x b`` array: each column's
     last estimated distance (``inf`` before three lags or at a ratio of 1 or more) and its last plain
