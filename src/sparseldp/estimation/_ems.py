@@ -267,6 +267,7 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
         p = np.maximum(P[:, j], _LOG_FLOOR)
         p /= p.sum()
         Fp, q, g = F(p)
+        r = np.log(Fp) - np.log(p)
         evals, mu = 1, 0.0
         while evals < max_evals:
             plain = 0.5 * float(np.abs(Fp - p).sum())
@@ -276,7 +277,6 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
                 break
             w = nj * np.divide(c, q * q, out=np.zeros_like(q), where=has)
             D = _smooth(np.diag(g) - p[:, None] * ((A * w) @ AT), passes, weight, axis=0) * (p[None, :] / Fp[:, None])
-            r = np.log(Fp) - np.log(p)
             merit = float(p @ (r * r))
             for d, undamped, mu_t in _trials(eye, D, r, mu):
                 if not np.all(np.isfinite(d)):
@@ -291,7 +291,7 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
             else:
                 break
             step = 0.5 * float(np.abs(pn - p).sum())
-            p, Fp, q, g = pn, Fn, qn, gn
+            p, Fp, q, g, r = pn, Fn, qn, gn, rn  # the accepted trial's residual, not computed again
             mu = mu_t / 10.0 if mu_t > _NEWTON_MU else 0.0
             if undamped and step <= tol:
                 conv[j] = True

@@ -159,12 +159,10 @@ def _refit_plan(estimate, smooth):
                 if not 0.0 < w <= 0.25:
                     raise ValueError
                 return "ems", 1, None, w
-            if reg.startswith("em steps="):
-                return "em-steps", 0, check_int(int(reg.split("=", 1)[1]), "steps", minimum=0), 0.25
-            if reg.startswith("em flow="):
-                return "em-flow", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
-            if reg.startswith("em time="):
-                return "em-time", 0, check_int(int(reg.split("=", 1)[1]), "time", minimum=1), 0.25
+            for form, plan, name, least in (("em steps=", "em-steps", "steps", 0), ("em flow=", "em-flow", "time", 1),
+                                            ("em time=", "em-time", "time", 1)):
+                if reg.startswith(form):
+                    return plan, 0, check_int(int(reg[len(form):]), name, minimum=least), 0.25
         except ValueError:
             pass
         if reg == "em mle":

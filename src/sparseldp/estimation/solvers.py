@@ -387,31 +387,23 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
     coefficients = {}
 
     def field(P_rows, C_rows):
-        # F(Y) = log g at the rows exp(Y), normalized, g floored at _CHEB_G_FLOOR; FL(Y) = (F(Y), each row's
-        # log-likelihood per report up to a constant per row) from the same products
+        # F(Y) = log g at the rows exp(Y), normalized, g floored at _CHEB_G_FLOOR; F(Y, True) = (F(Y), each
+        # row's log-likelihood per report up to a constant per row) from the same products
         p, g = _g_rows(A, AT, P_rows, C_rows, dtype)
         dt = p.dtype
         tiny = dt.type(ITERATE_FLOOR[dt])
 
-        def load(Y):
+        def F(Y, loglik=False):
             np.subtract(Y, Y.max(axis=1, keepdims=True), out=p)
             np.exp(p, out=p)
             np.maximum(p, tiny, out=p)
             np.multiply(p, 1.0 / p.sum(axis=1, keepdims=True), out=p)
-
-        def F(Y):
-            load(Y)
-            G = g()
+            G, ll = g(loglik=True) if loglik else (g(), None)
             np.maximum(G, _CHEB_G_FLOOR, out=G)
-            return np.log(G, out=G)  # a fresh array: g() returns one per call
+            np.log(G, out=G)  # a fresh array: g() returns one per call
+            return (G, ll) if loglik else G
 
-        def FL(Y):
-            load(Y)
-            G, ll = g(loglik=True)
-            np.maximum(G, _CHEB_G_FLOOR, out=G)
-            return np.log(G, out=G), ll
-
-        return F, FL, dt
+        return F, dt
 
     def rkc(F, dt, Y, h, s, F0):  # one damped RKC step of length h, s stages (F0 = F(Y)); renormalized, floored
         if s not in coefficients:
@@ -430,27 +422,27 @@ def _em_chebyshev(A, AT, P, C, steps, single=False, start=0):
         np.maximum(Y, dt.type(math.log(ITERATE_FLOOR[dt])), out=Y)
         return Y
 
-    def halves(F, FL, dt, Y, F0, L, h, depth):  # two guarded steps of h / 2 for the rows of Y
+    def halves(F, dt, Y, F0, L, h, depth):  # two guarded steps of h / 2 for the rows of Y
         for _ in range(2):
             Yt = rkc(F, dt, Y, h / 2, _rkc_stages(h / 2), F0)
-            Ft, Lt = FL(Yt)
+            Ft, Lt = F(Yt, True)
             if depth < _CHEB_HALVINGS and np.any(Lt < L - tol):
-                Yt, Ft, Lt = halves(F, FL, dt, Y, F0, L, h / 2, depth + 1)
+                Yt, Ft, Lt = halves(F, dt, Y, F0, L, h / 2, depth + 1)
             Y, F0, L = Yt, Ft, Lt
         return Y, F0, L
 
-    F, FL, dtype = field(P, C)
+    F, dtype = field(P, C)
     tol = _CHEB_LL_TOL[dtype]
     Y = np.log(np.maximum(P, ITERATE_FLOOR[np.dtype(np.float64)])).astype(dtype)
-    F0, L = FL(Y)
+    F0, L = F(Y, True)
     for h, s in _chebyshev_schedule(start + warm, float(steps)):
         # each step's first stage is the last step's check: F and the likelihood from the same products
         Yn = rkc(F, dtype, Y, h, s, F0)
-        Fn, Ln = FL(Yn)
+        Fn, Ln = F(Yn, True)
         bad = np.flatnonzero(Ln < L - tol)
         if bad.size:  # the flow never lowers the likelihood: those rows again, in halves (stiff transients)
-            Fb, FLb, _ = field(np.exp(Y[bad].astype(np.float64)), C[bad])
-            Yn[bad], Fn[bad], Ln[bad] = halves(Fb, FLb, dtype, Y[bad], F0[bad], L[bad], h, 1)
+            Fb, _ = field(np.exp(Y[bad].astype(np.float64)), C[bad])
+            Yn[bad], Fn[bad], Ln[bad] = halves(Fb, dtype, Y[bad], F0[bad], L[bad], h, 1)
         Y, F0, L = Yn, Fn, Ln
     out = np.exp(Y.astype(np.float64))
     out /= out.sum(axis=1, keepdims=True)
