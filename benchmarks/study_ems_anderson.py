@@ -54,7 +54,8 @@ import numpy as np
 import sparseldp as sl
 from bench_estimators import _shapes
 from sparseldp.estimation import _model
-from sparseldp.estimation._ems import _ems_map, _ems_squarem
+from sparseldp.estimation._ems import _ems_squarem
+from sparseldp.estimation._ems_map import _ems_map
 
 CASES = {  # name: (k, family, H, n, seed, shape)
     "Laplace, 100 values, spike, 1e5": (100, "laplace", 5, 10**5, 98, "spike"),

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from sparseldp import SparseGaussian, SparseLaplace
 from sparseldp.estimation import _model, estimate_frequencies_full
 from sparseldp.estimation import _em_members, _ems, _fft_em, _path, _toeplitz, auto, solvers
-from sparseldp.estimation._ems import _ems_map
+from sparseldp.estimation._ems_map import _ems_map
 
 # (mechanism, domain size): windows long enough and channels large enough for the FFT path
 CASES = [

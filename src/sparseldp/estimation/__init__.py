@@ -206,7 +206,7 @@ from .frequencies import METHODS, ConvergenceWarning, FrequencyEstimate, estimat
     estimate_frequencies_full
 from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # noqa: F401
 from .model import _model  # noqa: F401
-from ._ems import _smooth  # noqa: F401
+from ._ems_map import _smooth  # noqa: F401
 from .solvers import project_simplex  # noqa: F401
 from .intervals import Bootstrap, bootstrap
 from .likelihood_ratio import Profile, profile

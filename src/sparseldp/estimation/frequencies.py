@@ -25,7 +25,8 @@ from .intervals import bootstrap, statistic
 from .likelihood_ratio import profile
 from .mle import _certificate, _mle
 from .stats import _check_dist
-from ._ems import _check_smooth, _ems
+from ._ems import _ems
+from ._ems_map import _check_smooth
 from .solvers import METHODS, _METHODS_TEXT, _least_squares, project_simplex
 
 # Default tolerance per method: EM certified gap in nats; EMS estimated distance to its fixed point in TV.

@@ -198,7 +198,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
       evaluations with last steps of 1e-6, the replicates' means a median 51.4 where run to
       convergence (20,000) they are 59.4, and the mean's interval [41.0, 65.5] against [41.0, 69.3]
       ([41.0, 54.8] before stalled columns went on by mixing logarithms).  On dense channels the
-      mixing's last evaluations now go to Newton's method (``_ems._ems_newton``): all 50 converge
+      mixing's last evaluations now go to Newton's method (``_ems_newton._ems_newton``): all 50 converge
       within the default, [41.0, 69.3].  Refits it cannot finish stay short, and the warning says so;
     * ``"em"``: SQUAREM EM on all ``B`` replicates at once (:func:`_refit_em`; FFT products
       where they apply), warm-started at

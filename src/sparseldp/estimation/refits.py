@@ -24,7 +24,8 @@ from ._em_members import _STOP_CAP, _flow_fits, _time_legs, _time_path
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
 from .mle import _NEWTON_STEPS, _active_sparse, _dense_newton_cost, _mle
-from ._ems import _check_smooth, _ems_fixed
+from ._ems import _ems_fixed
+from ._ems_map import _check_smooth
 from .solvers import CHEBYSHEV, METHODS, _METHODS_TEXT, _em_time, _least_squares, project_simplex
 
 # Replicate refits: EM stops at a certified gap of this many nats (a first fit uses 1e-2), EMS at
