@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._ems_map import _EMS_FLOOR, _LOG_FLOOR, _ems_map
-from ._ems_newton import _NEWTON_COST, _NEWTON_EVALS, _ems_newton
+from ._ems_newton import _NEWTON_EVALS, _ems_newton, _newton_affordable
 from .solvers import _squarem
 
 # SQUAREM's (_ems_squarem) cycles over which the linear rate is measured, and its most halvings of a step
@@ -136,8 +136,7 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=Fals
     last estimated distance to its fixed point (``inf`` where the solver had no estimate) and its last
     plain step ``|F(x) - x|``.
     """
-    newton = isinstance(A, np.ndarray) and A.shape[0] ** 2 * A.shape[1] <= _NEWTON_COST
-    kept = min(_NEWTON_EVALS, max_iter // 10) if newton else 0
+    kept = min(_NEWTON_EVALS, max_iter // 10) if _newton_affordable(A) else 0
     first = min(max_iter - kept, _AA_AFTER)
     P, e, conv, dist = _ems_squarem(A, AT, C, inv_n, P, passes, weight, tol, first, with_dist=True)
     inv_b = np.broadcast_to(np.asarray(inv_n, dtype=float), (conv.size,))
@@ -329,14 +328,26 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
     # plain mixing hands them to the mixing of logs first (where the plain one stalls on small entries, that
     # one holds them without a floor), the mixing of logs to SQUAREM
     total = evals
+    newton = not log_space and _newton_affordable(A)
     for at in np.unique(handed[handed >= 0]):
         cols = np.flatnonzero(handed == at)
-        args = (A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight, tol, max_iter - int(at))
+        at = int(at)
+        if newton:  # Newton's method first where it is cheap: it lands in steps where the mixing of logs
+            # takes thousands of evaluations (randomized response; docs/estimation.md)
+            Pn, e, cn, dn = _ems_newton(A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight, tol,
+                                        min(_NEWTON_EVALS, max_iter - at))
+            P[:, cols[cn]], dist[:, cols[cn]] = Pn[:, cn], dn[:, cn]
+            total = max(total, at + e)
+            cols, at = cols[~cn], at + e
+            if not cols.size or at >= max_iter:
+                unconverged[cols] = True
+                continue
+        args = (A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight, tol, max_iter - at)
         Ps, e, conv_s, dist_s = (_ems_squarem(*args, with_dist=True) if log_space else
                                  _ems_anderson(*args, with_dist=True, log_space=True))
         P[:, cols], dist[:, cols] = Ps, dist_s
         unconverged[cols[~conv_s]] = True
-        total = max(total, int(at) + e)
+        total = max(total, at + e)
     evals = total
     conv = ~active & ~unconverged
     return (P, evals, conv, dist) if with_dist else (P, evals, conv)

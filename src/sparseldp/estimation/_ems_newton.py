@@ -18,6 +18,12 @@ _NEWTON_TRIES = 12
 _NEWTON_MU = 1e-4
 
 
+def _newton_affordable(A) -> bool:
+    """Whether :func:`_ems_newton` runs on the channel ``A`` (``k x m'``): dense, with ``k^2 m'`` at most
+    :data:`_NEWTON_COST` (a Jacobian per step: about 400 values with 400 outputs)."""
+    return isinstance(A, np.ndarray) and A.shape[0] ** 2 * A.shape[1] <= _NEWTON_COST
+
+
 def _trials(eye, D, r, mu):
     """:func:`_ems_newton`'s trial steps, in order: ``((1 + mu) I - D)^-1 r`` and its halvings, then
     steps damped tenfold more each time (Levenberg-Marquardt); each with whether it is Newton's full
