@@ -139,7 +139,9 @@ measured, not proven, and where EMS has a mode far slower than the steps
 show it falls short: on randomized response over 400 values (a channel that
 tells little per report) fits declared at ``1e-4`` lay up to ``2.5e-3`` from
 a fixed point computed to ``1e-12``; since stalled columns go on by mixing
-logarithms (``_ems._ems_anderson``), up to ``7e-4``.
+logarithms (``_ems._ems_anderson``), up to ``7e-4``; since they go to Newton's
+method first on dense channels with a cheap Jacobian
+(``_ems_newton._ems_newton``), up to ``2e-4``.
 
 Frequencies: unbiased inversion
 -------------------------------
