@@ -644,6 +644,38 @@ def test_estimate_profile_values_writes_each_values_interval_and_draws_it(d, cap
     assert rc == 0 and (d / "w.csv").read_text().splitlines()[0] == "value,frequency,ci_low,ci_high"
 
 
+def test_estimate_plot_draws_each_values_interval_unasked_where_modelled_cheap(d, capsys, monkeypatch):
+    # under a wide kernel the bootstrap band shows the estimate's spread, not what the reports pin down: --plot
+    # draws each value's likelihood-ratio interval beside it where that is modelled cheap (10 values here), and
+    # writes no such columns unless --profile-values asks; --no-profile turns it off
+    import sparseldp.figures as figures
+
+    drawn = []
+    render = figures.render_estimate
+    monkeypatch.setattr(figures, "render_estimate", lambda *a, **kw: drawn.append(kw.get("lr")) or render(*a, **kw))
+    rep = _reports(d)
+    base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]
+    rc, out, err = run(capsys, *base, "-o", d / "u.csv", "--json", "--plot", d / "u.png")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["profile"] is True and summary["profile_values"] is False
+    assert summary["plot_profile_values"] is True and 0 < summary["profile_values_modelled_seconds"] <= 10
+    assert (d / "u.csv").read_text().splitlines()[0] == "value,frequency,ci_low,ci_high"
+    from sparseldp.estimation import estimate_frequencies
+    from sparseldp.spec import load_spec
+
+    mech = load_spec(d / "mech.json").sampler_target()
+    est = estimate_frequencies(np.loadtxt(rep, skiprows=1, dtype=np.int64), mech, domain=(0, 9), return_info=True)
+    want = est.profile(mech).interval("p")
+    np.testing.assert_allclose(drawn[-1][0], want[0], atol=1e-12)
+    np.testing.assert_allclose(drawn[-1][1], want[1], atol=1e-12)
+    rc, out, err = run(capsys, *base, "-o", d / "u2.csv", "--json", "--plot", d / "u2.png", "--no-profile")
+    assert rc == 0, err
+    summary = json.loads(out)
+    assert summary["plot_profile_values"] is False and summary["profile_values_modelled_seconds"] is None
+    assert drawn[-1] is None and len(drawn) == 2
+
+
 def test_estimate_says_which_mean_is_which_and_calls_only_regularized_estimates_so(d, capsys):
     rep = _reports(d)
     base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]

@@ -341,12 +341,14 @@ def test_modelled_seconds_grow_with_the_statistics_and_the_domain(fitted):
     gauss = SparseGaussian(sigma=6.0, s=61)
     assert (modelled_seconds(_fit(gauss, TRUTH, 20_000, seed=7, method="em", k=300), gauss)
             > modelled_seconds(_fit(wide, TRUTH, 20_000, seed=7, method="em", k=300), wide))
+    # every value's interval ("p": 2 k warm-started searches) outgrows the default statistics with the domain
+    assert modelled_seconds(big, MECH, "p") / modelled_seconds(big, MECH) > modelled_seconds(est, MECH, "p") / base
 
 
 def test_modelled_seconds_bad_input(fitted):
     est, _ = fitted
     with pytest.raises(ValueError,
-                       match=r"statistics must name 'mean', 'var', 'quantile', 'range', 'cdf'; got 'median'"):
+                       match=r"statistics must name 'mean', 'var', 'quantile', 'range', 'cdf', 'p'; got 'median'"):
         modelled_seconds(est, MECH, ["mean", "median"])
     for bad in (3, None, {"mean": 1}, [1], ["mean", None]):
         with pytest.raises(TypeError, match=r"statistics must be a name or a list of names of 'mean', .*; got "):
@@ -362,8 +364,8 @@ def test_modelled_seconds_bad_input(fitted):
 
 
 @settings(max_examples=40, deadline=None)
-@given(names=st.lists(st.sampled_from(["mean", "var", "quantile", "range", "cdf"]), min_size=1, max_size=8),
-       more=st.lists(st.sampled_from(["mean", "var", "quantile", "range", "cdf"]), min_size=1, max_size=4))
+@given(names=st.lists(st.sampled_from(["mean", "var", "quantile", "range", "cdf", "p"]), min_size=1, max_size=8),
+       more=st.lists(st.sampled_from(["mean", "var", "quantile", "range", "cdf", "p"]), min_size=1, max_size=4))
 def test_modelled_seconds_add_over_statistics(fitted, names, more):
     # the cost of a set of statistics is the sum of their costs, in any order
     est, _ = fitted

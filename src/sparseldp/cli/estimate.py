@@ -32,6 +32,9 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   ``lr_low,lr_high`` columns of the output table and a dashed outline in ``--plot`` beside the
   bootstrap's band: two searches per value, 2-3 s on 100 values, about 20 s on 300 and 3 minutes on
   1,000 under the Laplace window of 137 (measured on the shared 2-core machine, another job running).
+  ``--plot`` draws the outline unasked (not the columns) where ``--profile`` is on and it is modelled at
+  most 10 s (``modelled_seconds(est, m, "p")``; ``plot_profile_values`` in ``--json``): under a wide
+  kernel the band shows the estimate's spread, not what the reports pin down (README, "Estimation").
 * Writes ``value,frequency`` rows for ``lo..hi`` atomically, as CSV, TSV or
   Parquet by the extension of ``-o`` (``-o -``: CSV on stdout, the summary
   then on stderr): on any error nothing is written.  ``-`` as the input reads
@@ -132,7 +135,9 @@ def estimate_command(
                          "ems (EM with smoothing: for smooth distributions), or inversion.")] = "auto",
     smooth: Annotated[Optional[int], typer.Option(
         "--smooth", help="ems only: (1,2,1)/4 smoothing passes per step (default 1).", show_default=False)] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw the estimate (.png or .pdf).")] = None,
+    plot: Annotated[Optional[Path], typer.Option(
+        "--plot", help="Also draw the estimate (.png or .pdf): its bootstrap band, and each value's "
+                       "likelihood-ratio interval where --profile-values is given or it is modelled cheap.")] = None,
     confidence: Annotated[float, typer.Option(
         "--confidence", help="Level of every interval: the mean's line, the table, the ci columns of -o and "
                              "the plot's band.")] = 0.95,
@@ -169,8 +174,10 @@ def estimate_command(
                                        "(seconds to minutes per quantile).", show_default=False)] = None,
     profile_values: Annotated[bool, typer.Option(
         "--profile-values", help="Also each value's likelihood-ratio interval (implies --profile): columns "
-                                 "lr_low,lr_high in the output and an outline in --plot.  Two searches per value: "
-                                 "2-3 s on 100 values, 20 s on 300, 3 min on 1,000.")] = False,
+                                 "lr_low,lr_high in the output and an outline in --plot (which draws it unasked "
+                                 f"where it is modelled at most {_AUTO_PROFILE_SECONDS:g} s and --profile is "
+                                 "on).  Two searches per value: 1-2 s on 100 values, 10-20 s on 300, 3 min on "
+                                 "1,000.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (count the reports with Spark; input: Parquet "
                          "file, directory or glob; needs the spark extra).")] = "local",
@@ -269,9 +276,15 @@ def estimate_command(
             label += ", likelihood-ratio intervals (" + ("each value, --profile-values)" if profile_values
                                                           else "--profile)" if asked_profile else
                                                           f"modelled at {lr_seconds:.1f} s)")
+        # --plot draws each value's likelihood-ratio interval beside the bootstrap's band where that is modelled
+        # cheap too: under a wide kernel the band shows the estimate's spread, not what the reports pin down
+        value_seconds = _lr_seconds(est, target, ["p"]) if plot is not None and profile and not profile_values else None
+        plot_values = profile_values or (value_seconds is not None and value_seconds <= _AUTO_PROFILE_SECONDS)
+        if plot_values and not profile_values:
+            label += f", each value's for the plot (modelled at {value_seconds:.1f} s)"
         with stage(label):
             stats_rows, per_value, lr_value, booted = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
-                                                          quantile_method, robust, profile, profile_values)
+                                                          quantile_method, robust, profile, plot_values)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
             raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
@@ -284,7 +297,10 @@ def estimate_command(
     where = "stdout" if is_stdio(output) else str(output)
     summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
                        profile, profile_values, lr_seconds, booted)
-    table = _table_bytes(est.values, est.p, table_fmt, per_value, lr_value)
+    if plot is not None:  # whether the plot has each value's likelihood-ratio interval, and what decided it
+        summary.update(plot_profile_values=plot_values, profile_values_modelled_seconds=None if value_seconds is None
+                       else round(float(value_seconds), 3))
+    table = _table_bytes(est.values, est.p, table_fmt, per_value, lr_value if profile_values else None)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}
     if plot_bytes is not None:
