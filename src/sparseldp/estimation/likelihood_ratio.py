@@ -207,13 +207,13 @@ class Profile(ReadOnlyArrays):
 # times what was measured, below 1 where the low-rank factor's fixed costs dominate).
 _DEFAULT_ITERATIONS = {"laplace": 1000.0}
 _OTHER_ITERATIONS = 2500.0
-_STAT_WEIGHTS = {"mean": 1.0, "var": 3.0, "quantile": 4.0, "range": 1.5, "cdf": 1.5, "p": None}
+_STAT_WEIGHTS = {"mean": 1.0, "var": 3.0, "quantile": 4.0, "range": 1.5, "cdf": 1.5}
 _DEFAULT_WEIGHT = 1.0 + 3.0 + 3 * 4.0 + 1.5
 # Every value's interval ("p": 2 k searches, each warm-started where its neighbour's ended) costs the default
 # statistics' time times (k / _EACH_VALUE_SCALE)^1.5.  Measured (2026-11-30, nineteenth session; 10^5 reports of a
 # bimodal truth, one BLAS thread) against the default statistics' modelled time on 100 / 200 / 300 values: 1.4 /
 # 4.5 / 8.4 times under the Laplace designs of (1, 1e-6, 5) and 1.1 / 4.3 / 9.0 under (1, 1e-6, 10); 1.0 / 3.0 / 6.6
-# and 1.0 / 2.8 / 5.4 under the Gaussian ones (the model: 1.6 / 4.6 / 8.5).
+# and 1.0 / 2.8 / 5.4 under the Gaussian ones (the model: 1.6 / 4.5 / 8.3).
 _EACH_VALUE_SCALE = 73.0
 
 
@@ -244,7 +244,7 @@ def modelled_seconds(estimate, mechanism=None, statistics=("mean", "var", "quant
     ``"cdf"``, or ``"p"`` for every value's (default: ``sparseldp estimate``'s mean, variance, three quantiles
     and a range query).  ``sparseldp estimate`` prints the intervals unasked where this is at most 10 s, and
     with ``--plot`` draws every value's where that is too."""
-    allowed = ", ".join(map(repr, _STAT_WEIGHTS))
+    allowed = ", ".join(map(repr, (*_STAT_WEIGHTS, "p")))
     if isinstance(statistics, str):
         statistics = (statistics,)
     if not isinstance(statistics, (list, tuple)) or not all(isinstance(name, str) for name in statistics):
@@ -252,7 +252,7 @@ def modelled_seconds(estimate, mechanism=None, statistics=("mean", "var", "quant
     if not statistics:
         raise ValueError(f"statistics must name at least one of {allowed}; got an empty list")
     for name in statistics:
-        if name not in _STAT_WEIGHTS:
+        if name not in _STAT_WEIGHTS and name != "p":
             raise ValueError(f"statistics must name {allowed}; got {name!r}")
     _check_estimate(estimate)
     _needs_counts(estimate, "modelled_seconds")
