@@ -660,6 +660,7 @@ def test_estimate_plot_draws_each_values_interval_unasked_where_modelled_cheap(d
     summary = json.loads(out)
     assert summary["profile"] is True and summary["profile_values"] is False
     assert summary["plot_profile_values"] is True and 0 < summary["profile_values_modelled_seconds"] <= 10
+    assert summary["method"] == "auto" and 0.0 <= summary["selection_tv"] <= 1.0  # auto's members' spread
     assert (d / "u.csv").read_text().splitlines()[0] == "value,frequency,ci_low,ci_high"
     from sparseldp.estimation import estimate_frequencies
     from sparseldp.spec import load_spec
@@ -750,6 +751,7 @@ def test_estimate_shows_its_stages_on_a_terminal_only(d, capsys, monkeypatch, tt
     assert rc == 0, err
     said = " ".join((out + err).split())  # rich wraps long lines
     assert "auto: chose " in said and "nats of the maximum (a certified bound" in said
+    assert "the members held-out likelihood does not tell apart lie within TV " in said
     stages = ("reading the reports in column 'a'", "fitting (auto): 10 values, 200 reports", "bootstrap: 20 refits")
     assert all((s in err) == tty for s in stages), err
 

@@ -176,7 +176,7 @@ def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, sha
     else:
         pop = (x == 66).astype(float)
     model, c = _counts(SparseLaplace(lam=0.2, s=137), k, pop / pop.sum(), 10**5, 1)
-    scores, H, _, _ = auto._select(model, c, 2_000)
+    scores, H, _, _, _ = auto._select(model, c, 2_000)
     assert (("mle", 0) not in scores) == turned
     # flow: on cheap dense channels only; time: where every fold's EM reaches the (full) cap; the classical
     # stop: where every fold reaches it within the run
@@ -289,7 +289,7 @@ def test_the_one_nat_slack_keeps_the_smooth_member_where_the_se_is_tiny():
     est = estimate_frequencies(y, mech, domain=(0, 19), return_info=True)
     assert _tv(est.p, counts / 1e4) < 0.2, est.regularization
     model = _model(mech, (0, 19))
-    scores, H, _, spreads = _select(model, model.counts_of(y, False), 50_000)  # estimate_frequencies' max_iter
+    scores, H, _, spreads, _ = _select(model, model.counts_of(y, False), 50_000)  # estimate_frequencies' max_iter
     choice = _choose(scores, H, spreads=spreads)
     assert choice[0] in ("stop", "classic") or choice == ("flow", 0)  # plain EM, stopped or at the cap
     assert _choose(scores, H, spreads=spreads, nats=0.0)[0] in ("flow", "mle")
@@ -330,3 +330,36 @@ def test_concurrently_keeps_the_order_and_raises():
 
     with pytest.raises(ValueError, match="boom"):
         concurrently(lambda: 1, boom)
+
+
+def test_selection_tv_is_how_far_apart_the_members_held_out_likelihood_cannot_tell_apart_lie():
+    """auto records the largest TV distance from its choice to a member within the rule's slack of the
+    best (each as its mean fold fit): recomputed here from _select's own outputs; None for the fixed
+    methods and where nothing is held out; larger where the kernel is wide and the reports few (a heap
+    over a smooth bump under a Laplace window of 61 on 40 values, 10^4 reports) than where it is narrow
+    and the reports many (a window of 7, 10^5 reports)."""
+    from sparseldp.estimation import _model
+    from sparseldp.estimation.auto import _PATH, _choose, _diff_se, _select
+
+    k = 40
+    pop = np.exp(-0.5 * ((np.arange(k) - 15) / 6.0) ** 2)
+    pop = 0.55 * pop / pop.sum()
+    pop[22] += 0.45
+    got = {}
+    for mech, n in ((SparseLaplace(lam=1.0, s=7), 10**5), (MECH, 10**4)):
+        gen = np.random.default_rng(3)
+        y = sample(mech, gen.choice(k, size=n, p=pop), rng=gen)
+        est = estimate_frequencies(y, mech, domain=(0, k - 1), return_info=True)
+        model = _model(mech, (0, k - 1))
+        scores, H, _, spreads, centres = _select(model, model.counts_of(y, False), 50_000)
+        choice = _choose(scores, H, spreads=spreads)
+        keys = [key for key in _PATH if key in scores]
+        best = max(keys, key=lambda key: float((H * scores[key]).sum()))
+        near = [key for key in keys if _diff_se(scores, key, best, H)[0] >= -max(_diff_se(scores, key, best, H)[1], 1.0)]
+        want = max(0.5 * np.abs(centres[key] - centres[choice]).sum() for key in near)
+        assert est.selection_tv == pytest.approx(want, abs=1e-12) and 0.0 <= est.selection_tv <= 1.0
+        got[mech.s] = est.selection_tv
+        assert estimate_frequencies(y, mech, domain=(0, k - 1), method="em", return_info=True).selection_tv is None
+    assert got[7] < 0.05 < 0.3 < got[61]
+    few = estimate_frequencies(np.array([3, 5, 7]), MECH, domain=(0, k - 1), return_info=True)
+    assert few.method == "auto" and few.regularization == "em mle" and few.selection_tv is None

@@ -363,7 +363,7 @@ def test_large_channel_leaves_the_mle_off_the_path(monkeypatch):
     c = rng.multinomial(10**5, q / q.sum()).astype(float)
     monkeypatch.setattr(_path, "_MLE_NNZ_MAX", model.nnz - 1)
     assert not auto._with_mle(model)
-    scores, _, _, _ = auto._select(model, c, 2_000)
+    scores, _, _, _, _ = auto._select(model, c, 2_000)
     assert ("mle", 0) not in scores and ("stop", 1) in scores
     monkeypatch.setattr(_path, "_MLE_NNZ_MAX", model.nnz)
     assert auto._with_mle(model)
@@ -535,7 +535,7 @@ def test_large_channel_has_no_stop_multiples(monkeypatch):
     q = np.maximum(np.asarray(model.unscaled().T @ np.full(k, 1.0 / k)).ravel(), 0.0)
     c = rng.multinomial(10**5, q / q.sum()).astype(float)
     monkeypatch.setattr(_path, "_MLE_NNZ_MAX", model.nnz - 1)
-    scores, _, _, _ = auto._select(model, c, 2_000)
+    scores, _, _, _, _ = auto._select(model, c, 2_000)
     assert [key for key in auto._PATH if key in scores] == [("ems", w) for w in auto._EMS_WEIGHTS] + [("stop", 1)]
 
 

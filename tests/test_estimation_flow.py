@@ -207,7 +207,7 @@ def test_a_fold_whose_flow_fails_keeps_plain_em_at_the_cap_on_the_path(monkeypat
         return out, failed | (np.arange(C.shape[1]) == C.shape[1] - 1)
 
     monkeypatch.setattr(_path, "_em_flow", flow)
-    scores, _, _, _ = auto._select(model, c.astype(float), 50_000)
+    scores, _, _, _, _ = auto._select(model, c.astype(float), 50_000)
     assert ("flow", 0) in scores and not any(key[0] == "flow" and key[1] > 0 for key in scores)
 
 

@@ -1,5 +1,6 @@
 """``sparseldp estimate``'s parts that are not the command: the ``--quantiles`` argument, the derived
-statistics with their intervals, and the output table (its format by extension, its bytes)."""
+statistics with their intervals, the output table (its format by extension, its bytes) and the summary
+``--json`` prints."""
 
 from __future__ import annotations
 
@@ -93,3 +94,37 @@ def _table_bytes(values, p, fmt_: str, ci=None, lr=None) -> bytes:
         for i in range(len(cols["value"]))
     ]
     return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, boot, robust, profile,
+             profile_values, lr_seconds=None, booted=None) -> dict:
+    """What ``--json`` prints (and the terminal summary reads); ``lr_seconds``: the likelihood-ratio intervals'
+    modelled time where it decided ``--profile``'s default; ``booted``: the bootstrap that ran, whose refits'
+    EM steps (``Bootstrap.refit_steps``: ``"chebyshev"``, ``"over-relaxed"`` or ``"plain"``, for ``auto``'s
+    stopped-EM members) ``bootstrap_refits`` reports."""
+    summary = {
+        "n": n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
+        "newton_steps": est.newton_steps, "converged": est.converged,
+        "loglik": est.loglik if np.isfinite(est.loglik) else None,
+        "gap": est.gap if np.isfinite(est.gap) else None, "output": where,
+        "guarantee": None if guarantee is None else guarantee.to_dict(),
+    }
+    if method == "ems":
+        summary["smooth"] = 1 if smooth is None else smooth
+    if method == "auto":
+        summary["regularization"], summary["selection_tv"] = est.regularization, est.selection_tv
+    summary["mean"] = None if mean is None else mean.to_dict()
+    summary["statistics"] = stats_rows
+    summary["bootstrap"] = boot
+    if booted is not None and booted.refit_steps:
+        summary["bootstrap_refits"] = booted.refit_steps
+    summary["robust"] = robust
+    summary["profile"] = profile
+    summary["profile_values"] = profile_values
+    if lr_seconds is not None:  # the default was decided by it: on at most _AUTO_PROFILE_SECONDS
+        summary["profile_modelled_seconds"] = round(float(lr_seconds), 3)
+    if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
+        slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
+        summary["ruled_out"] = [r["statistic"] for r in stats_rows
+                                if not r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
+    return summary

@@ -290,7 +290,19 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
         scores.update(_scores({("mle", 0): M}, AT, EAT))
         fits[("mle", 0)] = M
         evals += e
-    return scores, H, evals, {key: _fold_spread(P) for key, P in fits.items()}
+    return scores, H, evals, {key: _fold_spread(P) for key, P in fits.items()}, _centres(fits)
+
+
+def _centres(fits: dict) -> dict:
+    """Each member's fold fits (columns, each renormalized) averaged: where the member sits."""
+    return {key: (P / P.sum(axis=0, keepdims=True)).mean(axis=1) for key, P in fits.items()}
+
+
+def _selection_tv(choice, scores: dict, H: np.ndarray, centres: dict) -> float:
+    """The largest total-variation distance from ``choice`` to a member within the rule's slack of the best
+    (:func:`_within`), each taken as its mean fold fit (:func:`_centres`): how far apart estimates lie that
+    held-out likelihood does not tell apart."""
+    return max(0.5 * float(np.abs(centres[key] - centres[choice]).sum()) for key in _within(scores, H))
 
 
 def _fold_spread(P: np.ndarray) -> float:
@@ -326,14 +338,7 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
     a flow member past the cap) times the member's.  ``diff_se``: the ``(difference, standard error)``
     function (default :func:`_diff_se`; ``benchmarks/study_selection.py`` compares others).
     """
-    keys = [key for key in _PATH if key in scores]
-    total = {key: float((H * scores[key]).sum()) for key in keys}
-    best = max(keys, key=lambda key: (total[key], -keys.index(key)))
-    within = []
-    for key in keys:
-        diff, se = (diff_se or _diff_se)(scores, key, best, H)
-        if diff >= -max(se_factor * se, nats):
-            within.append(key)
+    within = _within(scores, H, se_factor, nats, diff_se)
     choice = within[0]  # best itself is within (difference 0)
     mle = ("mle", 0)
     ratio = _STABLE_RATIO if stable_ratio is None else stable_ratio
@@ -342,6 +347,21 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
     if spreads is not None and mle in within and choice != mle and spreads[mle] <= ratio * spreads[choice]:
         return mle
     return choice
+
+
+def _within(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, nats: float = _SLACK_NATS,
+            diff_se=None) -> list:
+    """The members (in :data:`_PATH` order) whose held-out log-likelihood is within ``max(se_factor * se,
+    nats)`` of the best's (:func:`_choose`)."""
+    keys = [key for key in _PATH if key in scores]
+    total = {key: float((H * scores[key]).sum()) for key in keys}
+    best = max(keys, key=lambda key: (total[key], -keys.index(key)))
+    within = []
+    for key in keys:
+        diff, se = (diff_se or _diff_se)(scores, key, best, H)
+        if diff >= -max(se_factor * se, nats):
+            within.append(key)
+    return within
 
 
 def _ems_refit_tol(n) -> float:
@@ -373,12 +393,17 @@ def _describe(choice, steps: int = 0) -> str:
 
 def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
     """Select on folds, refit on all counts.  ``fit`` is frequencies._fit, ``result`` its result builder."""
+    scores = None
     if float(c_all.sum()) < 2 * _FOLDS:
         choice = ("mle", 0)  # too few reports to hold any out
         sel_evals = 0
     else:
-        scores, H, sel_evals, spreads = _select(model, c_all, max_iter)
+        scores, H, sel_evals, spreads, centres = _select(model, c_all, max_iter)
         choice = _choose(scores, H, spreads=spreads)
+
+    def chosen(est, steps=0):  # the refit, labelled with its member and how far the indistinct members lie
+        tv = None if scores is None else _selection_tv(choice, scores, H, centres)
+        return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps), selection_tv=tv)
     if choice[0] == "flow":
         obs = np.flatnonzero(c_all > 0)
         A, AT = model.columns(obs)
@@ -386,8 +411,7 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         steps = _STOP_CAP * 2 ** choice[1]  # ("flow", 0): EM at the cap
         P, failed = _flow_fits(A, AT, c[:, None], steps)
         if not failed[0]:
-            est = result(model, obs, A, AT, c, P[:, 0], "em", _STOP_CAP, True, math.inf, 0)
-            return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps)), sel_evals
+            return chosen(result(model, obs, A, AT, c, P[:, 0], "em", _STOP_CAP, True, math.inf, 0), steps), sel_evals
         # the flow's Newton substeps failed on all the counts (they converged on every fold): choose again
         # without the flow members past the cap (("flow", 0), plain EM at the cap, cannot fail)
         flow = [key for key in scores if key[0] == "flow" and key[1] > 0]
@@ -403,8 +427,7 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         c = c_all[obs]
         steps = _STOP_CAP * 2 ** w
         p = _time_fits(FA, FAT, c[:, None].astype(float), steps)[:, 0]
-        est = result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0)
-        return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps)), sel_evals
+        return chosen(result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0), steps), sel_evals
     if kind == "ems":
         est = fit(model, c_all, "ems", _ems_refit_tol(c_all.sum()), max_iter, 1, w)
     elif kind == "mle":
@@ -426,4 +449,4 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
             steps = _stop_steps(int(st[0]), w, cap)
             p = Ps[w][:, 0]
         est = result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0)
-    return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps)), sel_evals
+    return chosen(est, steps), sel_evals
