@@ -94,7 +94,7 @@ class FrequencyEstimate(ReadOnlyArrays):
         (a heap or an atom that all of them smooth away).  On the battery
         (``benchmarks/bench_estimators.py``'s 176 cases) it was at least 0.3 in 73 cases, whose mean TV
         error was 0.25 against 0.08 in the others; 33 of the 48 cases with a TV error above 0.2 were among
-        them, and 40 of the other 128.
+        them, and 40 of the other 128 (a fresh draw: 61 cases, 0.30 against 0.08, 31 of 45).
     """
 
     p: np.ndarray
