@@ -363,3 +363,26 @@ def test_selection_tv_is_how_far_apart_the_members_held_out_likelihood_cannot_te
     assert got[7] < 0.05 < 0.3 < got[61]
     few = estimate_frequencies(np.array([3, 5, 7]), MECH, domain=(0, k - 1), return_info=True)
     assert few.method == "auto" and few.regularization == "em mle" and few.selection_tv is None
+
+
+def test_bootstrap_warns_where_the_reports_do_not_fix_the_shape():
+    """bootstrap() warns (ShapeWarning) where auto's selection_tv is at least 0.3: its intervals of local
+    statistics then describe the chosen shape, not the truth's.  Not below 0.3, not for the fixed methods,
+    not with robust=True (the hull with the MLE's is the advice)."""
+    import dataclasses
+
+    from sparseldp.estimation import ShapeWarning
+
+    y, _ = _reports(_smooth_pop(), 2_000, seed=5)
+    est = estimate_frequencies(y, MECH, domain=(0, K - 1), return_info=True)
+    for tv, warned in ((0.29, False), (0.3, True), (None, False)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dataclasses.replace(est, selection_tv=tv).bootstrap(MECH, B=10, rng=1)
+        shape = [w for w in caught if issubclass(w.category, ShapeWarning)]
+        assert bool(shape) == warned, (tv, [str(w.message) for w in caught])
+    assert "selection_tv" in str(shape[0].message) if shape else True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dataclasses.replace(est, selection_tv=0.5).bootstrap(MECH, B=10, rng=1, robust=True)
+    assert not [w for w in caught if issubclass(w.category, ShapeWarning)]

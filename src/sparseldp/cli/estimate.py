@@ -108,9 +108,6 @@ __all__ = ["estimate_command"]
 #: 19.0 s (3.9 / 6.5 / 18.9).  The rule before (on for at most 200 values) left them off on domains where they
 #: cost a few seconds, and those are where a wide kernel's bootstrap intervals miss.
 _AUTO_PROFILE_SECONDS = 10.0
-#: ``auto``'s ``selection_tv`` from which the summary says the reports do not fix the shape (on the battery: 73 of
-#: 176 cases at or above it, mean TV error 0.25 there against 0.08 below; FrequencyEstimate's docstring).
-_AMBIGUOUS_TV = 0.3
 
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
 _MEAN_METHODS = {
@@ -313,7 +310,10 @@ def estimate_command(
         sys.stdout.buffer.write(table)
         sys.stdout.flush()
 
-    notes = [f"warning: {w.message}" for w in caught]
+    from ..estimation.intervals import ShapeWarning
+
+    # the auto line says what bootstrap's ShapeWarning says (_print_text)
+    notes = [f"warning: {w.message}" for w in caught if not issubclass(w.category, ShapeWarning)]
     if profile and summary["ruled_out"]:
         rows = {r["statistic"]: r for r in stats_rows}
         outside = "; ".join(f"{name} {fmt(rows[name]['value'], 6)} not in [{fmt(rows[name]['lr_low'], 6)}, "
@@ -433,6 +433,8 @@ def _print_text(console, summary, est, mean, guarantee, column, confidence, wide
         rule = "the most regularized member within one standard error or one nat of the best"
         if est.regularization == "em mle":
             rule += ", the MLE where it is as stable over the folds"
+        from ..estimation.auto import _AMBIGUOUS_TV
+
         tv = est.selection_tv
         say(f"auto: chose {est.regularization} by 5-fold held-out likelihood ({rule}); "
             f"log-likelihood within {format_upper(est.gap, 3)} nats of the maximum (a certified bound{given_up})"

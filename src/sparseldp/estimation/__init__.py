@@ -210,13 +210,14 @@ from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # 
 from .model import _model  # noqa: F401
 from ._ems_map import _smooth  # noqa: F401
 from .solvers import project_simplex  # noqa: F401
-from .intervals import Bootstrap, bootstrap
+from .intervals import Bootstrap, ShapeWarning, bootstrap
 from .likelihood_ratio import Profile, profile
 from .stats import distance
 
 __all__ = [
     "METHODS",
     "ConvergenceWarning",
+    "ShapeWarning",
     "FrequencyEstimate",
     "MeanEstimate",
     "ReportCounts",

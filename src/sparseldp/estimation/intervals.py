@@ -129,6 +129,7 @@ from ._parallel import small_blas
 from .model import checked_counts, mechanism_of, model_for
 from .likelihood_ratio import Profile
 from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
+from .auto import _AMBIGUOUS_TV
 from .replicates import Bootstrap, _check_level
 
 __all__ = ["Bootstrap", "bootstrap", "statistic"]
@@ -136,6 +137,12 @@ __all__ = ["Bootstrap", "bootstrap", "statistic"]
 # Replicates whose every frequency spreads by at most this much (relative to the largest) are "all the same"
 # (bootstrap warns: its intervals have zero width).
 _NO_SPREAD = 1e-12
+
+
+class ShapeWarning(RuntimeWarning):
+    """The estimate's ``selection_tv`` is at least 0.3: members of ``auto``'s path that held-out likelihood does
+    not tell apart lie that far apart, so the bootstrap's intervals of local statistics describe the chosen
+    member's shape, not the truth's, and may miss (:func:`bootstrap`)."""
 # The bootstrap's spread of the mean below this share of the report mean's standard error is flagged: the
 # estimate's own regularization (or an estimate on the simplex's boundary) then sets the width, not the data.
 _NARROW_MEAN = 0.1
@@ -421,6 +428,14 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
     elif reference is None and model.k > 1 and counts is not None:
         _warn_if_narrower_than_the_reports(P, values, model, counts, n,
                                            estimate.regularization or estimate.method, is_mle)
+    tv = getattr(estimate, "selection_tv", None)
+    if reference is None and tv is not None and tv >= _AMBIGUOUS_TV:
+        warnings.warn(ShapeWarning(
+            f"auto's choice ({estimate.regularization}) lies up to TV {tv:.2g} from members held-out likelihood does "
+            "not tell apart from it (selection_tv): the reports do not fix the shape at the kernel's scale, and the "
+            "intervals of local statistics (frequencies, ranges, CDF values, quantiles) describe the chosen shape, "
+            "not the truth's, and may miss; for those use estimate.profile(mechanism) or robust=True (the mean's "
+            "and the variance's intervals are not affected)"), stacklevel=2)
     P.setflags(write=False)
     return Bootstrap(p=np.asarray(estimate.p), values=values, replicates=P, method=method, converged=n_conv,
                      precision="single" if single else "double", robust=robust, reference=reference,
