@@ -142,6 +142,7 @@ def test_auto_continues_a_capped_em_and_beats_the_mle():
     assert _tv(est.p, pop) < 0.25 * _tv(mle.p, pop)
 
 
+@pytest.mark.filterwarnings("ignore::sparseldp.estimation.ShapeWarning")  # a wide kernel, on purpose
 def test_flow_member_refit_reproduces_the_estimate_and_bootstraps():
     mech, pop, n = TABLE[0]
     model, c = _counts(mech, pop, n, 2)
@@ -211,6 +212,7 @@ def test_a_fold_whose_flow_fails_keeps_plain_em_at_the_cap_on_the_path(monkeypat
     assert ("flow", 0) in scores and not any(key[0] == "flow" and key[1] > 0 for key in scores)
 
 
+@pytest.mark.filterwarnings("ignore::sparseldp.estimation.ShapeWarning")  # a wide kernel, on purpose
 def test_bootstrap_counts_and_warns_of_failed_flow_refits(monkeypatch):
     mech, pop, n = TABLE[0]
     model, c = _counts(mech, pop, n, 2)

@@ -564,6 +564,7 @@ def _stopped_em_estimate(m, k, x, t, flow=False):
     return dataclasses.replace(est, p=p / p.sum(), regularization=f"em {'flow' if flow else 'steps'}={t}"), model
 
 
+@pytest.mark.filterwarnings("ignore::sparseldp.estimation.ShapeWarning")  # a wide kernel, on purpose
 @pytest.mark.parametrize("case", ["fft", "dense", "flow"])
 def test_relaxed_em_step_refits_agree_with_plain_steps(case, monkeypatch):
     """``relaxed=True`` (the default) refits ``"em steps=t"`` (``t >= 300``) along the EM flow by
