@@ -132,23 +132,23 @@ from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
 from .auto import _AMBIGUOUS_TV
 from .replicates import Bootstrap, _check_level
 
-__all__ = ["Bootstrap", "bootstrap", "statistic"]
+__all__ = ["Bootstrap", "ShapeWarning", "bootstrap", "statistic"]
 
 # Replicates whose every frequency spreads by at most this much (relative to the largest) are "all the same"
 # (bootstrap warns: its intervals have zero width).
 _NO_SPREAD = 1e-12
-
-
-class ShapeWarning(RuntimeWarning):
-    """The estimate's ``selection_tv`` is at least 0.3: members of ``auto``'s path that held-out likelihood does
-    not tell apart lie that far apart, so the bootstrap's intervals of local statistics describe the chosen
-    member's shape, not the truth's, and may miss (:func:`bootstrap`)."""
 # The bootstrap's spread of the mean below this share of the report mean's standard error is flagged: the
 # estimate's own regularization (or an estimate on the simplex's boundary) then sets the width, not the data.
 _NARROW_MEAN = 0.1
 # B is refused where the replicate histograms and their refits (B x (outputs + values) float64) would pass this:
 # asked for more, the draw itself fails with numpy's MemoryError (B = 10^9 on 10^4 values asked for 75 TiB).
 _MAX_REPLICATE_BYTES = 4 * 2**30
+
+
+class ShapeWarning(RuntimeWarning):
+    """The estimate's ``selection_tv`` is at least 0.3: members of ``auto``'s path that held-out likelihood does
+    not tell apart lie that far apart, so the bootstrap's intervals of local statistics describe the chosen
+    member's shape, not the truth's, and may miss (:func:`bootstrap`)."""
 
 
 def statistic(estimate, stat: str, *, ci=None, level: float = 0.95, kind: str | None = None, **kw):
