@@ -97,11 +97,13 @@ def _table_bytes(values, p, fmt_: str, ci=None, lr=None) -> bytes:
 
 
 def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, boot, robust, profile,
-             profile_values, lr_seconds=None, booted=None) -> dict:
+             profile_values, lr_seconds=None, booted=None, plot_values=None, value_seconds=None) -> dict:
     """What ``--json`` prints (and the terminal summary reads); ``lr_seconds``: the likelihood-ratio intervals'
     modelled time where it decided ``--profile``'s default; ``booted``: the bootstrap that ran, whose refits'
     EM steps (``Bootstrap.refit_steps``: ``"chebyshev"``, ``"over-relaxed"`` or ``"plain"``, for ``auto``'s
-    stopped-EM members) ``bootstrap_refits`` reports."""
+    stopped-EM members) ``bootstrap_refits`` reports; ``plot_values``: with ``--plot``, whether it draws each
+    value's likelihood-ratio interval (``None`` without a plot), and ``value_seconds`` their modelled time
+    where that decided it."""
     summary = {
         "n": n, "domain": list(dom), "method": est.method, "iterations": est.iterations,
         "newton_steps": est.newton_steps, "converged": est.converged,
@@ -127,4 +129,7 @@ def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, bo
         slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
         summary["ruled_out"] = [r["statistic"] for r in stats_rows
                                 if not r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
+    if plot_values is not None:
+        summary["plot_profile_values"] = plot_values
+        summary["profile_values_modelled_seconds"] = None if value_seconds is None else round(float(value_seconds), 3)
     return summary

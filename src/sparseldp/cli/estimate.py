@@ -296,10 +296,8 @@ def estimate_command(
                                  confidence, widened)
     where = "stdout" if is_stdio(output) else str(output)
     summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
-                       profile, profile_values, lr_seconds, booted)
-    if plot is not None:  # whether the plot has each value's likelihood-ratio interval, and what decided it
-        summary.update(plot_profile_values=plot_values, profile_values_modelled_seconds=None if value_seconds is None
-                       else round(float(value_seconds), 3))
+                       profile, profile_values, lr_seconds, booted,
+                       plot_values=None if plot is None else plot_values, value_seconds=value_seconds)
     table = _table_bytes(est.values, est.p, table_fmt, per_value, lr_value if profile_values else None)
     # write only after everything has succeeded, all files or none
     files = {} if is_stdio(output) else {output: table}

@@ -141,20 +141,27 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=Fals
     first = min(max_iter - kept, _AA_AFTER)
     P, e, conv, dist = _ems_squarem(A, AT, C, inv_n, P, passes, weight, tol, first, with_dist=True)
     inv_b = np.broadcast_to(np.asarray(inv_n, dtype=float), (conv.size,))
+    C = np.asarray(C, dtype=float)
     if not conv.all() and e < max_iter - kept:
         cols = np.flatnonzero(~conv)
-        Pl, e2, cl, dl = _ems_anderson(A, AT, np.asarray(C, dtype=float)[:, cols], inv_b[cols],
-                                       P[:, cols], passes, weight, tol, max_iter - kept - e, with_dist=True)
+        Pl, e2, cl, dl = _ems_anderson(A, AT, C[:, cols], inv_b[cols], P[:, cols], passes, weight, tol,
+                                       max_iter - kept - e, with_dist=True)
         P[:, cols], conv[cols], dist[:, cols] = Pl, cl, dl
         e += e2
     if kept and not conv.all():  # the columns left short: Newton's method on their fixed points
         cols = np.flatnonzero(~conv)
-        Pn, e3, cn, dn = _ems_newton(A, AT, np.asarray(C, dtype=float)[:, cols], inv_b[cols], P[:, cols],
-                                     passes, weight, tol, kept)
-        P[:, cols], conv[cols] = Pn, cn
-        dist[:, cols[cn]] = dn[:, cn]
+        conv[cols], e3 = _newton_into(A, AT, C, inv_b, P, dist, cols, passes, weight, tol, kept)
         e += e3
     return (P, e, conv, dist) if with_dist else (P, e, conv)
+
+
+def _newton_into(A, AT, C, inv_n, P, dist, cols, passes, weight, tol, max_evals):
+    """Newton's method (:func:`_ems_newton`) on the columns ``cols`` of ``P`` (counts ``C``, ``1 / n``
+    ``inv_n``): the columns it converges are written into ``P`` and ``dist`` in place, the others left as
+    they were.  Returns (the converged mask over ``cols``, the evaluations)."""
+    Pn, e, cn, dn = _ems_newton(A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight, tol, max_evals)
+    P[:, cols[cn]], dist[:, cols[cn]] = Pn[:, cn], dn[:, cn]
+    return cn, e
 
 
 def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=False, log_space=False):
@@ -338,9 +345,8 @@ def _ems_anderson(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=F
         at = int(at)
         if newton:  # Newton's method first where it is cheap: it lands in steps where the mixing of logs
             # takes thousands of evaluations (randomized response; docs/estimation.md)
-            Pn, e, cn, dn = _ems_newton(A, AT, C[:, cols], inv_n[cols], P[:, cols], passes, weight, tol,
-                                        min(_NEWTON_EVALS, max_iter - at))
-            P[:, cols[cn]], dist[:, cols[cn]] = Pn[:, cn], dn[:, cn]
+            cn, e = _newton_into(A, AT, C, inv_n, P, dist, cols, passes, weight, tol,
+                                 min(_NEWTON_EVALS, max_iter - at))
             total = max(total, at + e)
             cols, at = cols[~cn], at + e
             if not cols.size or at >= max_iter:
