@@ -386,3 +386,8 @@ def test_bootstrap_warns_where_the_reports_do_not_fix_the_shape():
         warnings.simplefilter("always")
         dataclasses.replace(est, selection_tv=0.5).bootstrap(MECH, B=10, rng=1, robust=True)
     assert not [w for w in caught if issubclass(w.category, ShapeWarning)]
+    # a hand-built estimate's selection_tv is checked like its other fields: a TV distance in [0, 1]
+    for bad, exc in (("0.5", TypeError), (True, TypeError), (1.5, ValueError), (-0.1, ValueError),
+                     (float("nan"), ValueError)):
+        with pytest.raises(exc, match=r"selection_tv must be a real number in \[0, 1\]; got"):
+            dataclasses.replace(est, selection_tv=bad)

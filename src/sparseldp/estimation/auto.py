@@ -311,7 +311,7 @@ def _selection_tv(choice, scores: dict, H: np.ndarray, centres: dict) -> float:
     """The largest total-variation distance from ``choice`` to a member within the rule's slack of the best
     (:func:`_within`), each taken as its mean fold fit (:func:`_centres`): how far apart estimates lie that
     held-out likelihood does not tell apart."""
-    return max(0.5 * float(np.abs(centres[key] - centres[choice]).sum()) for key in _within(scores, H))
+    return min(1.0, max(0.5 * float(np.abs(centres[key] - centres[choice]).sum()) for key in _within(scores, H)))
 
 
 def _fold_spread(P: np.ndarray) -> float:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._frozen import ReadOnlyArrays, frozen_array
-from .._validation import check_bool, check_int, check_positive
+from .._validation import check_bool, check_int, check_positive, check_probability
 from ._ipm import _low_rank_of
 from ._parallel import small_blas
 from .auto import _fit_auto
@@ -124,6 +124,8 @@ class FrequencyEstimate(ReadOnlyArrays):
         object.__setattr__(self, "n", check_int(self.n, "n", minimum=1))
         if self.counts is not None:
             object.__setattr__(self, "counts", frozen_array(self.counts))
+        if self.selection_tv is not None:  # a total-variation distance (bootstrap compares it with 0.3)
+            object.__setattr__(self, "selection_tv", check_probability(self.selection_tv, "selection_tv"))
 
     def __getstate__(self):
         # the channel model a fit keeps for the bootstrap (model.keep_model) is a cache: never pickled or copied
