@@ -745,7 +745,7 @@ def test_bootstrap_mle_refits_use_the_fft_products(monkeypatch, fft_on):
     monkeypatch.setattr(refits, "_refit_em", spy)
     fast = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
     assert seen and set(seen) == {"_ConvA"}
-    monkeypatch.setattr(model.__class__, "fast_columns", lambda self, idx, exact=None: self.columns(idx))
+    monkeypatch.setattr(model.__class__, "fast_columns", lambda self, idx, exact=None, **kw: self.columns(idx))
     exact = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
     assert seen[-1] != "_ConvA"
     width = exact[1] - exact[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._ems_map import _EMS_FLOOR, _LOG_FLOOR, _smooth
+from ._twolevel import dense_of
 
 # Newton's method (_ems_newton) on dense channels whose Jacobian costs at most _NEWTON_COST flops (k^2 m'):
 # the evaluations of F kept for it (at most a tenth of max_iter), its trials per step, its smallest damping.
@@ -20,8 +21,9 @@ _NEWTON_MU = 1e-4
 
 def _newton_affordable(A) -> bool:
     """Whether :func:`_ems_newton` runs on the channel ``A`` (``k x m'``): dense, with ``k^2 m'`` at most
-    :data:`_NEWTON_COST` (a Jacobian per step: about 400 values with 400 outputs)."""
-    return isinstance(A, np.ndarray) and A.shape[0] ** 2 * A.shape[1] <= _NEWTON_COST
+    :data:`_NEWTON_COST` (a Jacobian per step: about 400 values with 400 outputs).  Two-level products
+    (:mod:`sparseldp.estimation._twolevel`) count as dense: they carry the matrix."""
+    return dense_of(A) is not None and A.shape[0] ** 2 * A.shape[1] <= _NEWTON_COST
 
 
 def _trials(eye, D, r, mu):
@@ -70,6 +72,7 @@ def _ems_newton(A, AT, C, inv_n, P, passes, weight, tol, max_evals):
     converged mask, ``2 x b``: distance and last plain step).
     """
     k, b = P.shape
+    A, AT = dense_of(A), dense_of(AT)  # the matrix itself (two-level products carry it)
     eye = np.eye(k)
     P = np.array(P, dtype=float)
     conv = np.zeros(b, bool)

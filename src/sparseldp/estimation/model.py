@@ -19,6 +19,7 @@ from ..channel.validation import check_entries
 from ..core.mechanisms import RadiusMechanism
 from . import _lowrank, _toeplitz
 from ._toeplitz import fft_pair, gram_band_of, window_of, window_scales
+from ._twolevel import TwoLevel
 from .counts import _SPAN_MAX, ReportCounts, _as_report_counts, _chunks
 
 # A channel is held dense when at least this share of its k x m entries are stored ...
@@ -158,12 +159,19 @@ class _Model:
         A.sort_indices()
         return A, AT
 
-    def fast_columns(self, idx, exact=None, batch: int = 1):
+    def fast_columns(self, idx, exact=None, batch: int = 1, two_level: bool = True):
         """Like :meth:`columns`, applied by FFT when the channel is a shifted window and that pays
         (:mod:`sparseldp.estimation._toeplitz`: approximate products, for iterations only) on ``batch``
-        rows at once.  Where the FFT does not apply, ``exact`` (the caller's ``columns(idx)``, if it has
-        them) is returned as is."""
+        rows at once, or by prefix sums on a dense two-level channel (randomized response, the square wave,
+        the Piecewise and Hybrid Mechanisms: :mod:`sparseldp.estimation._twolevel`; unless ``two_level`` is
+        false).  Where neither applies, ``exact`` (the caller's ``columns(idx)``, if it has them) is returned
+        as is."""
         pair = fft_pair(self.log_window, self.k, self.log_cs, np.asarray(idx), self.S, batch)
+        if pair is None and two_level and self.dense:
+            if "_two_level" not in self.__dict__:  # found once per model (two threads may both look: the same)
+                self._two_level = TwoLevel.of(self.S)
+            if self._two_level is not None:
+                pair = self._two_level.pair(np.asarray(idx))
         if pair is not None:
             return pair
         return exact if exact is not None else self.columns(idx)

@@ -225,14 +225,15 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
     # outputs; the MLE's refits index outputs by position, and the fused FFT steps skip the
     # unobserved ones themselves (_fft_em.em_rows), so both take every output
-    A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m))
+    # (not the two-level products: the blocks and precision below take a dense channel's products as matrices)
+    A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m), two_level=False)
     dense = isinstance(A, np.ndarray)
     blocks = blocks_for(dense, B)
     if method in ("em-steps", "em-time"):
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
         if not dense and not hasattr(A, "em_rows"):  # sparse: the FFT may pay on a batch of rows
-            A, AT = model.fast_columns(np.arange(model.m), (A, AT), batch=B // blocks)
+            A, AT = model.fast_columns(np.arange(model.m), (A, AT), batch=B // blocks, two_level=False)
         single = single and (hasattr(A, "em_rows") or dense)  # FFT or dense products (sparse: double)
         if dense:  # on the used outputs: 468 of 794 on 100 values under a Gaussian window of 695 with
             # 10^6 reports, 1.6x faster
