@@ -157,3 +157,34 @@ def test_estimates_are_those_of_the_dense_products(name, method, dense_only):
         assert abs(fast.loglik - ref.loglik) <= 1e-2
     else:  # EMS fits stop within 1e-5 in TV of their fixed point up to 10^5 reports
         assert 0.5 * np.abs(fast.p - ref.p).sum() < 1e-5
+
+
+def test_bootstrap_ems_refits_take_the_two_level_products(monkeypatch, dense_only):
+    """EMS refits run on the two-level products (measured: the same interval of the mean to every printed
+    digit); the MLE's refits keep the dense matrices."""
+    from sparseldp.estimation import refits
+
+    make, k, _ = CHANNELS["hybrid"]
+    mech = make(k)
+    gen = np.random.default_rng(4)
+    reports = sample(mech, np.minimum(gen.geometric(0.03, 20_000) - 1, k - 1), rng=gen)
+    est = estimate_frequencies_full(reports, mech, domain=(0, k - 1), method="ems")
+    seen = []
+    for name in ("_refit_ems", "_refit_em"):
+        orig = getattr(refits, name)
+
+        def spy(A, *a, _orig=orig, **kw):
+            seen.append(type(A).__name__)
+            return _orig(A, *a, **kw)
+
+        monkeypatch.setattr(refits, name, spy)
+    fast = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
+    assert seen and set(seen) == {"_A"}
+    seen.clear()
+    est_em = estimate_frequencies_full(reports, mech, domain=(0, k - 1), method="em")
+    est_em.bootstrap(mech, B=4, rng=3)
+    assert seen and set(seen) == {"ndarray"}
+    dense_only()
+    exact = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
+    width = exact[1] - exact[0]
+    assert abs(fast[0] - exact[0]) < 1e-3 * width and abs(fast[1] - exact[1]) < 1e-3 * width

@@ -225,8 +225,9 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     # unless the products are dense matrix products (BLAS is already parallel).  EMS on the used
     # outputs; the MLE's refits index outputs by position, and the fused FFT steps skip the
     # unobserved ones themselves (_fft_em.em_rows), so both take every output
-    # (not the two-level products: the blocks and precision below take a dense channel's products as matrices)
-    A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m), two_level=False)
+    # two-level products (randomized response, the Piecewise family: _twolevel) for EMS only; the MLE's and the
+    # plain steps' blocks and precision below take a dense channel's products as matrices
+    A, AT = model.fast_columns(used if method == "ems" else np.arange(model.m), two_level=method == "ems")
     dense = isinstance(A, np.ndarray)
     blocks = blocks_for(dense, B)
     if method in ("em-steps", "em-time"):
