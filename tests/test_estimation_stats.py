@@ -1110,7 +1110,7 @@ def test_ems_refits_on_the_outputs_some_replicate_has_are_the_same():
     assert (C.sum(axis=0) == 0).sum() > 200  # many outputs no replicate has
     P, conv, _, _, _ = refits._refit_replicates(model, C, 2_000, p_hat, "ems", 1, 0.125, None, 1e-5, 400)
     A, AT = model.fast_columns(np.arange(model.m))
-    P0 = 0.999 * np.broadcast_to(p_hat, (6, k)) + 0.001 / k
+    P0 = (1.0 - refits._EMS_WARM_MIX) * np.broadcast_to(p_hat, (6, k)) + refits._EMS_WARM_MIX / k
     ref, _, ref_conv, _ = refits._refit_ems(A, AT, C, 2_000.0, P0, 1, 0.125, 1e-5, 400)
     assert np.array_equal(P, ref) and np.array_equal(conv, ref_conv)
 
