@@ -22,6 +22,7 @@ import sparseldp as sl
 from sparseldp.baselines import numeric
 from sparseldp.estimation import _model, estimate_frequencies_full
 from sparseldp.estimation._ems_newton import _newton_affordable
+from sparseldp.estimation import _twolevel
 from sparseldp.estimation._twolevel import TwoLevel, _C_MIN, _Products, dense_of
 from sparseldp.sampling import sample
 
@@ -33,6 +34,12 @@ CHANNELS = {
     "piecewise-res3": (lambda k: numeric.piecewise(eps=1.0, domain=(0, k - 1), resolution=3), 100, 0),
     "hybrid": (lambda k: numeric.hybrid(eps=1.0, domain=(0, k - 1)), 200, 2),
 }
+
+
+@pytest.fixture(autouse=True)
+def small_channels_too(monkeypatch):
+    """The products on these test channels (smaller than where they pay, _twolevel._MIN_ENTRIES)."""
+    monkeypatch.setattr(_twolevel, "_MIN_ENTRIES", 0)
 
 
 def _rel_err(a, b):
@@ -102,7 +109,15 @@ def test_structure_is_refused_where_it_does_not_hold():
     assert TwoLevel.of(three) is None
     tl = TwoLevel.of(S)
     assert tl.pair(np.array([3, 1, 2])) is None  # not sorted
-    assert tl.pair(np.arange(5)) is None  # too small to pay
+    assert tl.pair(np.arange(5)) is not None
+
+
+def test_small_channels_keep_dense_products(monkeypatch):
+    monkeypatch.setattr(_twolevel, "_MIN_ENTRIES", 100_000)  # the module's own bound
+    small = _model(sl.baselines.randomized_response(eps=1.0, domain=(0, 199)), (0, 199))
+    assert isinstance(small.fast_columns(np.arange(small.m))[0], np.ndarray)
+    large = _model(sl.baselines.randomized_response(eps=1.0, domain=(0, 399)), (0, 399))
+    assert type(large.fast_columns(np.arange(large.m))[0]).__name__ == "_A"
 
 
 @settings(max_examples=60, deadline=None)

@@ -20,15 +20,18 @@ two prefix sums and two gathers per product.  Columns that are not of this form 
 two Duchi outputs) are kept as a dense block and multiplied as such.
 
 Rounding.  Each entry is checked to lie within :data:`_REL_TOL` (relative) of the structure's value; the
-rows' normalization leaves equal probabilities a few units in the last place apart.  A windowed sum is a difference of prefix sums, exact to about ``1e-16`` times the total;
-every output above is at least ``c`` times that total, so the relative error is about ``1e-16 / c``.
+rows' normalization leaves equal probabilities a few units in the last place apart.  A windowed sum is a
+difference of prefix sums, exact to about ``1e-16`` times the total; every output above is at least ``c``
+times that total, so the relative error is about ``1e-16 / c``.
 The structure is used only where every ``c_y`` is at least :data:`_C_MIN` (``eps`` up to about 13.8
 for randomized response), which keeps it below ``1e-10``.  Like the FFT products of
 :mod:`sparseldp.estimation._toeplitz` they serve iterations: certificates and reported
 log-likelihoods use the exact matrix.
 
-Measured (one BLAS thread, 400 values, the 643 outputs of the Piecewise Mechanism at eps = 1, 5
-columns): ``S^T P`` 53 us against 290 us for the dense product, ``S R`` 32 us against 228 us.
+Measured (``benchmarks/bench_twolevel.py``, one BLAS thread, 5 columns): the Piecewise Mechanism at eps = 1
+on 400 values (642 outputs), 4.9x / 5.6x faster than the dense ``S^T P`` / ``S R`` (212 / 206 us); randomized
+response on 1,000 values, 13-14x.  Below about ``10^5`` entries the dense products are faster
+(:data:`_MIN_ENTRIES`).
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ import numpy as np
 _REL_TOL = 1e-12
 # the smallest low value c_y the prefix sums are used for (relative rounding about 1e-16 / c)
 _C_MIN = 1e-6
-# the smallest channel (inputs x observed outputs) they are used for: below it dense BLAS products are as fast
-_MIN_ENTRIES = 4096
+# the smallest channel (inputs x observed outputs) they are used for: below it dense products are faster
+# (measured, one BLAS thread, k-RR on k values, 1 / 5 columns: two-level 22 / 60 us against dense 20 / 52 us at
+# k = 300, 25 / 73 us against 46 / 106 us at k = 400, 21 / 47 against 9 / 22 us at k = 200)
+_MIN_ENTRIES = 100_000
 # at most this share of the outputs may be irregular (kept as a dense block)
 _MAX_ODD_SHARE = 0.1
 
