@@ -76,6 +76,9 @@ class TwoLevel:
         k, m = S.shape
         if k < 2 or m == 0:
             return None
+        mid = S[:, m // 2]  # one column first: a kernel's takes many values, and most channels stop here
+        if not np.all((mid >= 1.0 - _REL_TOL) | (mid <= mid.min() * (1.0 + _REL_TOL))):
+            return None
         c_all = S.min(axis=0)
         flat = c_all >= 1.0 - _REL_TOL  # every entry 1: c = 1, no interval
         top = (S >= 1.0 - _REL_TOL) & ~flat[None, :]
