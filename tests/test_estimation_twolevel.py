@@ -203,3 +203,16 @@ def test_bootstrap_ems_refits_take_the_two_level_products(monkeypatch, dense_onl
     exact = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
     width = exact[1] - exact[0]
     assert abs(fast[0] - exact[0]) < 1e-3 * width and abs(fast[1] - exact[1]) < 1e-3 * width
+
+
+def test_a_domain_narrower_than_the_channel_leaves_columns_of_ones():
+    """k-RR built on 0..399, estimated on 0..199: the outputs 200..399 come from every input of the domain
+    alike (columns of 1s after the scaling, c = 1, no interval); the products still equal the matrix's."""
+    mech = sl.baselines.randomized_response(eps=2.0, domain=(0, 399))
+    model = _model(mech, (0, 199))
+    tl = TwoLevel.of(model.S)
+    assert tl is not None and int((tl.c == 1.0).sum()) == 200 and int((tl.x1 == tl.x0).sum()) == 200
+    A, AT = model.fast_columns(np.arange(model.m))
+    rng = np.random.default_rng(1)
+    P, R = rng.random((200, 3)), rng.random((model.m, 3))
+    assert _rel_err(AT @ P, model.S.T @ P) < 1e-12 and _rel_err(A @ R, model.S @ R) < 1e-12
