@@ -161,7 +161,10 @@ class _Products:
         cum = np.empty((self.k + 1, P2.shape[1]))
         cum[0] = 0.0
         np.cumsum(P2, axis=0, out=cum[1:])
-        reg = self.c * cum[-1] + self.one_minus_c * (cum[self.x1] - cum[self.x0])
+        reg = cum.take(self.x1, axis=0)  # the band's sums, then c * total + (1 - c) * band, in place
+        reg -= cum.take(self.x0, axis=0)
+        reg *= self.one_minus_c
+        reg += self.c * cum[-1]
         if self.E is None:
             out = reg
         else:
@@ -180,7 +183,9 @@ class _Products:
         cum = np.empty((W.shape[0] + 1, W.shape[1]))
         cum[0] = 0.0
         np.cumsum(W, axis=0, out=cum[1:])
-        out = (self.c * Rr).sum(axis=0) + (cum[self.y1] - cum[self.y0])
+        out = cum.take(self.y1, axis=0)
+        out -= cum.take(self.y0, axis=0)
+        out += self.c[:, 0] @ Rr
         if self.E is not None:
             out += self.E @ R2[self.odd_pos]
         return out[:, 0] if flat else out
