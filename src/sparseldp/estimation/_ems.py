@@ -165,7 +165,7 @@ def _ems_fixed(A, AT, C, inv_n, P, passes, weight, tol, max_iter, with_dist=Fals
         cols = np.flatnonzero(~conv)
         conv[cols], e3 = _newton_into(A, AT, C, inv_b, P, dist, cols, passes, weight, tol, kept)
         e += e3
-    if verify and kept and A.shape[0] ** 2 * A.shape[1] <= _VERIFY_COST and conv.any():
+    if verify and kept and _newton_affordable(A, _VERIFY_COST) and conv.any():
         # the columns declared converged: Newton's point where it converges
         _, e4 = _newton_into(A, AT, C, inv_b, P, dist, np.flatnonzero(conv), passes, weight, tol, kept)
         e += e4

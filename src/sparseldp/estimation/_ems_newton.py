@@ -19,11 +19,11 @@ _NEWTON_TRIES = 12
 _NEWTON_MU = 1e-4
 
 
-def _newton_affordable(A) -> bool:
-    """Whether :func:`_ems_newton` runs on the channel ``A`` (``k x m'``): dense, with ``k^2 m'`` at most
-    :data:`_NEWTON_COST` (a Jacobian per step: about 400 values with 400 outputs).  Two-level products
-    (:mod:`sparseldp.estimation._twolevel`) count as dense: they carry the matrix."""
-    return dense_of(A) is not None and A.shape[0] ** 2 * A.shape[1] <= _NEWTON_COST
+def _newton_affordable(A, limit: float = _NEWTON_COST) -> bool:
+    """Whether :func:`_ems_newton` runs on the channel ``A`` (``k x m'``): dense, with ``k^2 m'`` (a Jacobian
+    per step) at most ``limit`` (default :data:`_NEWTON_COST`: about 400 values with 400 outputs).  Two-level
+    products (:mod:`sparseldp.estimation._twolevel`) count as dense: they carry the matrix."""
+    return dense_of(A) is not None and A.shape[0] ** 2 * A.shape[1] <= limit
 
 
 def _trials(eye, D, r, mu):

@@ -51,6 +51,12 @@ _MIN_ENTRIES = 100_000
 _MAX_ODD_SHARE = 0.1
 
 
+def _two_valued(S: np.ndarray, low: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Per column of ``S``: whether every entry is a 1 (``top``) or within :data:`_REL_TOL` of the column's
+    ``low``."""
+    return (top | (S <= low[None, :] * (1.0 + _REL_TOL))).all(axis=0)
+
+
 class TwoLevel:
     """The two-level structure of a dense column-scaled channel ``S`` (``k x m``), found once per model
     (:meth:`of`); :meth:`pair` gives the products for a sorted subset of its columns.
@@ -76,13 +82,13 @@ class TwoLevel:
         k, m = S.shape
         if k < 2 or m == 0:
             return None
-        mid = S[:, m // 2]  # one column first: a kernel's takes many values, and most channels stop here
-        if not np.all((mid >= 1.0 - _REL_TOL) | (mid <= mid.min() * (1.0 + _REL_TOL))):
+        mid = S[:, m // 2 : m // 2 + 1]  # one column first: a kernel's takes many values; most channels stop here
+        if not _two_valued(mid, mid.min(axis=0), mid >= 1.0 - _REL_TOL).all():
             return None
         c_all = S.min(axis=0)
         flat = c_all >= 1.0 - _REL_TOL  # every entry 1: c = 1, no interval
         top = (S >= 1.0 - _REL_TOL) & ~flat[None, :]
-        regular = (top | (S <= c_all[None, :] * (1.0 + _REL_TOL))).all(axis=0)
+        regular = _two_valued(S, c_all, top)
         # a banded column's 1s must be contiguous rows
         first = np.argmax(top, axis=0)
         last = k - 1 - np.argmax(top[::-1], axis=0)
