@@ -1,6 +1,6 @@
 """``sparseldp estimate``'s parts that are not the command: the ``--quantiles`` argument, the derived
-statistics with their intervals, the output table (its format by extension, its bytes) and the summary
-``--json`` prints."""
+statistics with their intervals and the likelihood-ratio intervals' checks by simulation (and their stderr
+lines), the output table (its format by extension, its bytes) and the summary ``--json`` prints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._common import is_stdio
+from ._common import fmt, is_stdio
 
 
 def _parse_quantiles(text: str) -> list[float]:
@@ -35,7 +35,7 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
                       robust=robust) if B else None
     prof = est.profile(target) if profiled else None
 
-    def stat(name, fn, **kw):
+    def stat(name, fn, key, **kw):
         if b is None:
             row = {"statistic": name, "value": float(fn(**kw)), "ci_low": None, "ci_high": None}
         else:
@@ -44,16 +44,92 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
         if prof is not None:
             _, (lo, hi) = fn(ci=prof, level=level, **kw)
             row["lr_low"], row["lr_high"] = float(lo), float(hi)
+            # simulation from the estimate: the mean's always (does Wilks' calibration hold for these reports?),
+            # the others' where the reports seem to disfavour the estimate's value (until a draw comes as far)
+            if key == "mean" or _outside(row):
+                kw.pop("method", None)
+                row["lr_check"] = _lr_check(prof, est, target, key, level, kw, sequential=key != "mean")
         return row
 
-    rows = [stat("mean", est.mean), stat("variance", est.var)]
+    rows = [stat("mean", est.mean, "mean"), stat("variance", est.var, "var")]
     tag = "" if qmethod == "inverted_cdf" else f" ({qmethod})"
-    rows += [stat(f"quantile {q:g}{tag}", est.quantile, q=q, method=qmethod) for q in qs]
+    rows += [stat(f"quantile {q:g}{tag}", est.quantile, "quantile", q=q, method=qmethod) for q in qs]
     if rng_range is not None:
         a, c = rng_range
-        rows.append(stat(f"P({a} <= X <= {c})", est.range, a=a, b=c))
+        rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
     per_value = None if b is None else b.interval("p", level=level)
     return rows, per_value, prof.interval("p", level) if each else None, b
+
+
+#: The simulation that checks a statistic outside its likelihood-ratio interval (:meth:`Profile.calibration`)
+#: runs where its ``B`` draws are modelled at most this many seconds (one draw: an MLE fit and one end's search,
+#: modelled as the statistic's interval: ``likelihood_ratio.modelled_seconds``).
+_CHECK_SECONDS = 60.0
+
+
+def _outside(row) -> bool:
+    """Whether a statistic's estimate lies outside its likelihood-ratio interval (beyond rounding)."""
+    slack = 1e-12 * max(1.0, abs(row["value"]))
+    return not row["lr_low"] - slack <= row["value"] <= row["lr_high"] + slack
+
+
+def _lr_check(prof, est, target, key: str, level: float, kw: dict, sequential: bool) -> dict:
+    """The calibration check of one statistic's likelihood-ratio interval (:meth:`Profile.calibration`), as
+    ``--json`` reports it: the fewest draws from the estimate that can reject at ``level`` (seeded: simulation
+    on privatized counts only), ``sequential`` or all; not run where modelled above :data:`_CHECK_SECONDS`."""
+    import math
+
+    from ..estimation.likelihood_ratio import modelled_seconds
+
+    B = max(1, math.ceil(1.0 / (1.0 - level) - 1e-9) - 1)
+    seconds = B * modelled_seconds(est, target, [key])
+    if seconds > _CHECK_SECONDS:
+        return {"checked": False, "modelled_seconds": round(seconds, 3)}
+    cal = prof.calibration(key, level, B=B, rng=0, sequential=sequential, **kw)
+    finite = lambda x: float(x) if math.isfinite(x) else None  # noqa: E731 - JSON has no inf
+    return {"checked": True, "B": B, "draws": int(cal.draws.size), "deficit": finite(cal.deficit),
+            "largest_draw": finite(cal.draws_low.max()), "beyond_kappa": cal.beyond, "p_value": cal.p_value,
+            "disfavoured": cal.disfavoured, "chi_square_fails": cal.chi_square_fails, "kappa": cal.kappa}
+
+
+def _lr_notes(rows, ruled_out, confidence) -> list:
+    """The stderr lines for statistics outside their likelihood-ratio intervals: disfavoured (no simulation from
+    the estimate came as far from its maximum at its value, or not checked), or cleared by the simulation, as
+    chance or because the intervals' chi-square calibration fails for these reports."""
+    notes, level = [], f"{confidence:.0%}"
+
+    def where(r):
+        return f"{r['statistic']} {fmt(r['value'], 6)} not in [{fmt(r['lr_low'], 6)}, {fmt(r['lr_high'], 6)}]"
+
+    def how(r):
+        check = r["lr_check"]
+        if not check["checked"]:
+            return f" (not checked by simulation: modelled at {check['modelled_seconds']:.0f} s)"
+        return (f" (none of {check['draws']} simulations from the estimate came as far from its maximum at its "
+                f"value, {check['deficit']:.2f} nats: Monte Carlo p = {check['p_value']:.2g})")
+
+    out = [r for r in rows if r["statistic"] in ruled_out]
+    if out:
+        notes.append(f"warning: the reports disfavour the estimate at the {level} level, outside the "
+                     f"likelihood-ratio interval: {'; '.join(where(r) + how(r) for r in out)}; a regularized "
+                     "estimate's bias is the usual cause (far outside: atoms or heaps smoothed away)")
+    cleared = [r for r in rows if _outside(r) and r["statistic"] not in ruled_out]
+    fails = [r for r in rows if r.get("lr_check", {}).get("chi_square_fails")]
+    if fails:
+        r, check = fails[0], fails[0]["lr_check"]
+        notes.append(f"warning: the likelihood-ratio intervals are too narrow for these reports: simulated from "
+                     f"the estimate itself, {check['beyond_kappa']} of {check['draws']} report sets sat more than "
+                     f"{check['kappa']:.2f} nats below their maximum at its {r['statistic']} (up to "
+                     f"{check['largest_draw']:.1f}), where Wilks' chi-square allows {1 - confidence:.0%} of them "
+                     "(small masses on many values the channel cannot resolve; README, \"Limits\")"
+                     + (f"; {', '.join(c['statistic'] for c in cleared)} outside them is not evidence against the "
+                        "estimate" if cleared else ""))
+    chance = [r for r in cleared if not r["lr_check"]["chi_square_fails"]]
+    if chance and not fails:
+        notes.append("note: " + "; ".join(where(r) for r in chance) + f": just outside the {level} likelihood-"
+                     f"ratio interval{'s' if len(chance) > 1 else ''}, but simulations from the estimate came as "
+                     "far from their maximum at its value: chance, not evidence against the estimate")
+    return notes
 
 
 #: Output formats of the estimate table, by extension.
@@ -125,10 +201,10 @@ def _summary(est, n, dom, mean, guarantee, where, method, smooth, stats_rows, bo
     summary["profile_values"] = profile_values
     if lr_seconds is not None:  # the default was decided by it: on at most _AUTO_PROFILE_SECONDS
         summary["profile_modelled_seconds"] = round(float(lr_seconds), 3)
-    if profile:  # statistics whose estimate the reports rule out (outside their likelihood-ratio interval)
-        slack = lambda r: 1e-12 * max(1.0, abs(r["value"]))  # noqa: E731 - rounding, not evidence
-        summary["ruled_out"] = [r["statistic"] for r in stats_rows
-                                if not r["lr_low"] - slack(r) <= r["value"] <= r["lr_high"] + slack(r)]
+    if profile:  # statistics whose estimate the reports rule out: outside their likelihood-ratio interval, and
+        # not cleared by the simulation (lr_check: unchecked, or no draw came as far from its maximum)
+        summary["ruled_out"] = [r["statistic"] for r in stats_rows if _outside(r) and (
+            not r["lr_check"]["checked"] or r["lr_check"]["disfavoured"])]
     if plot_values is not None:
         summary["plot_profile_values"] = plot_values
         summary["profile_values_modelled_seconds"] = None if value_seconds is None else round(float(value_seconds), 3)

@@ -25,6 +25,8 @@ from .stats import _edges, _reach_level, _stay_level
 _BOUNDARY_TOL = 0.02
 # Tilted fits per end at most.
 _MAX_SOLVES = 40
+# The profile deficit's bracket (_Search.deficit): nats.
+_DEFICIT_TOL = 0.05
 # The largest tilt: beta = 1 - this (h's top values then weigh 10^9 times the others).
 _BETA_GAP = 1e-9
 # The variance's ends (_Search.var_ends): refined until their slack is at most this share of the half-width,
@@ -187,6 +189,72 @@ class _Search:
             if pool is not None and tally.point is not self.mle and not any(q is tally.point for q in pool):
                 pool.append(tally.point)
         return tally.value
+
+    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL):
+        """``(lo, hi)``: brackets of the profile deficit ``loglik(MLE) - max {loglik(p) : h^T p = t0}`` (nats).
+
+        For ``h`` rescaled to ``[0, 1]`` (flipped to ``1 - h`` below the MLE's value) and a tilt ``beta``, every
+        ``p`` with ``h^T p = t0`` has ``loglik(p) <= M(beta) + n log(1 - beta t0)`` (the module docstring of
+        :mod:`.likelihood_ratio`): the least of these over the tilts tried bounds the profile from above, so
+        ``lo`` is rigorous up to the MLE's own certified gap.  The tilted fits' points on either side of ``t0``
+        mix into a point with ``h^T p = t0`` exactly, whose likelihood (concavity) bounds it from below:
+        ``hi``.  A secant search on ``log(h^T p_beta - h^T MLE)`` against ``log beta`` looks for the tilt whose
+        fit sits at ``t0``, until the bracket is within ``tol`` nats (at most :data:`_MAX_SOLVES` fits).
+        ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``."""
+        h = np.asarray(h, dtype=float)
+        h0, h1 = float(h.min()), float(h.max())
+        if not h0 <= t0 <= h1:
+            return math.inf, math.inf
+        if h1 == h0:
+            return 0.0, 0.0
+        g, t = (h - h0) / (h1 - h0), (t0 - h0) / (h1 - h0)
+        th0 = float(g @ self.mle)
+        if t < th0:
+            g, t, th0 = 1.0 - g, 1.0 - t, 1.0 - th0
+        if t <= th0:
+            return 0.0, 0.0
+        n, L = float(self.n), self.loglik
+        upper = math.inf  # of the profile at t
+        below, above = (th0, L, self.mle), None  # fits on either side of t: (g^T p, loglik, p)
+        lower = -math.inf
+        u = math.log(min(0.5, max(1e-12, (t - th0) / max(th0 * (1.0 - th0), 1.0 / n))))  # the naive shift's tilt
+        u_max = math.log1p(-_BETA_GAP)
+        lo_u = hi_u = prev = None
+        starts, warm = {}, self.mle
+        for _ in range(_MAX_SOLVES):
+            beta = math.exp(u)
+            out = self._tilted(1.0 - beta * g, warm, starts)
+            if out is None:
+                break
+            p, ll, M = out
+            upper = min(upper, M + n * math.log1p(-beta * t))
+            tp = float(g @ p)
+            if tp >= t:
+                hi_u = u
+                if above is None or ll > above[1]:
+                    above = (tp, ll, p)
+            else:
+                lo_u, warm = u, p
+                if tp > below[0]:
+                    below = (tp, ll, p)
+            if above is not None:
+                a = 1.0 if above[0] == below[0] else (above[0] - t) / (above[0] - below[0])
+                lower = max(lower, self._loglik(a * below[2] + (1.0 - a) * above[2]))
+            if upper - lower <= tol:
+                break
+            d = max(tp - th0, 1e-300)
+            slope = 1.0
+            if prev is not None and u != prev[0]:
+                slope = min(4.0, max(0.25, (math.log(d) - prev[1]) / (u - prev[0])))
+            prev = (u, math.log(d))
+            step = max(-math.log(16.0), min(math.log(16.0), math.log((t - th0) / d) / slope))
+            u_new = min(u_max, u + step)
+            if lo_u is not None and hi_u is not None and not lo_u < u_new < hi_u:
+                u_new = 0.5 * (lo_u + hi_u)
+            if u_new == u or (hi_u is not None and lo_u is not None and hi_u - lo_u < 1e-12):
+                break
+            u = u_new
+        return max(L - upper, 0.0), L - lower
 
     def side(self, h, L0, upper: bool, memo=None) -> float:
         """An outer bound of ``max`` (``upper``) or ``min h^T p`` over the set ``loglik >= L0``, any real ``h``
