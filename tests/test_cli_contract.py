@@ -640,6 +640,12 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     assert check["beyond_kappa"] >= 6 and summary["ruled_out"] == []
     assert "the likelihood-ratio intervals are too narrow for these reports" in err
     assert "reports disfavour" not in err
+    # the mean line inverts the channel: unbiased, its interval holds the true mean (the MLE's mean missed here)
+    assert summary["mean"]["method"] == "unbiased (channel inversion)"
+    assert summary["mean"]["ci_low"] <= x.mean() <= summary["mean"]["ci_high"]
+    rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
+                       "--no-profile", "-o", d / "rr_est2.csv")
+    assert rc == 0 and "where g inverts the channel" in out and "papers' unbiased" not in out
 
 
 def test_estimate_profile_values_writes_each_values_interval_and_draws_it(d, capsys):

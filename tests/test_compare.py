@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 from sparseldp import SparseLaplace
-from sparseldp.baselines import FAMILIES, duchi
+from sparseldp.baselines import FAMILIES, duchi, geometric, randomized_response, square_wave
+from sparseldp.channel import SparseChannel
 from sparseldp.cli import main
 from sparseldp.compare import COMPARE_FAMILIES, METRICS, SHAPES, Comparison, compare, population_shape
 from sparseldp.compare.metrics import simulate_counts, unbiased_mean_estimator
@@ -53,7 +54,9 @@ def test_every_family_meets_the_target_by_an_independent_check(result):
     assert rows["square-wave"].w1_ems is not None and rows["rr"].w1_ems is None  # ems="authors"
     assert rows["piecewise"].mean_method == "unbiased (paper)"
     assert rows["sparse-laplace"].mean_method == "report mean" and rows["sparse-laplace"].params["s"] % 2 == 1
-    assert rows["geometric-clamp"].mean_method == "EM estimate"
+    assert rows["geometric-clamp"].mean_method == "unbiased (channel inversion)"  # a linear unbiased mean
+    assert rows["rr"].mean_method == rows["square-wave"].mean_method == "unbiased (channel inversion)"
+    assert rows["discrete-gaussian"].mean_method == "EM estimate"  # clamped far tails: the inversion is refused
     assert rows["duchi"].params["eps"] > 1.5  # on range H = 2 of 12 values Duchi affords a larger eps of its own
     assert rows["rr"].support == 12
 
@@ -88,7 +91,7 @@ def test_seeded_reproducible_and_independent_of_the_other_families(result):
 
 
 def test_mean_trials_measure_only_the_em_means():
-    kw = dict(**TARGET, n=500, rng=9, ems="none", method="em", families=["geometric-clamp", "duchi"])
+    kw = dict(**TARGET, n=500, rng=9, ems="none", method="em", families=["discrete-gaussian", "duchi"])
     one, many = compare(**kw), compare(**kw, mean_trials=12)
     assert many.mean_trials == 12 and many.to_dict()["mean_trials"] == 12
     assert many.rows[0].w1 == one.rows[0].w1  # the distribution errors use the first trial only
@@ -109,6 +112,29 @@ def test_exact_mean_rmse_matches_simulation():
     errs = [float(simulate_counts(ch, counts, gen, dom) @ v) / counts.sum() - float(counts @ xs) / counts.sum()
             for _ in range(T)]
     stat = float(np.sum(np.square(errs))) / sigma2  # ~ chi2(T): the mean of 300 reports is near normal
+    assert stats.chi2.ppf(1e-6, T) < stat < stats.chi2.isf(1e-6, T)
+
+
+@pytest.mark.parametrize("family, build", [
+    ("rr", lambda dom: randomized_response(eps=1.0, domain=dom)),
+    ("geometric-clamp", lambda dom: geometric(lam=0.5, domain=dom)),
+    ("square-wave", lambda dom: square_wave(eps=1.0, domain=dom)),
+    ("clipped laplace", lambda dom: SparseChannel.laplace(lam=0.4, s=7, domain=dom, window="clipped")),
+])
+def test_the_channel_inversions_exact_rmse_matches_simulation_and_it_is_unbiased(family, build):
+    """The channel's unbiased linear estimator (estimate_mean's for biased channels): 400 simulated report
+    sets from a concentrated population, error against the inputs' own mean; chi-square bounds (FPR 2e-6)."""
+    dom, n, T = (0, 11), 300, 400
+    ch = build(dom)
+    v, var, method = unbiased_mean_estimator(ch, dom)
+    assert method == "unbiased (channel inversion)"
+    assert np.allclose(ch.matrix.toarray() @ v, ch.inputs, atol=1e-9)  # E[v(Y) | x] = x, every input
+    counts = np.array([150, 90, 40, 20, 0, 0, 0, 0, 0, 0, 0, 0])  # most of the domain empty
+    sigma2 = float(counts @ var) / (counts.sum() ** 2)
+    gen = np.random.default_rng(7)
+    xs = np.arange(12)
+    errs = [float(simulate_counts(ch, counts, gen, dom) @ v) / n - float(counts @ xs) / n for _ in range(T)]
+    stat = float(np.sum(np.square(errs))) / sigma2
     assert stats.chi2.ppf(1e-6, T) < stat < stats.chi2.isf(1e-6, T)
 
 

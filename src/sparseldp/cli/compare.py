@@ -244,7 +244,8 @@ def _run(eps, delta, H, dom, metric, output, n, truth, trials, seed, fams, windo
     notes = ["R1/R2 and the mean use each report's value on the input scale (the papers' unbiased estimate for "
              "piecewise, hybrid, duchi)",
              "~ mean RMSE of the EM estimate's mean (as `sparseldp estimate` computes it), measured over the "
-             "trials; otherwise exact (the papers' unbiased estimator, or the report mean of an unbiased channel)"]
+             "trials; otherwise exact (the papers' unbiased estimator, the report mean of an unbiased channel, "
+             "or the channel's inversion, as `sparseldp estimate` takes them)"]
     if any(r.converged is False for r in result.rows):
         notes.append("* the default estimator stopped at its step cap before its tolerance")
     for note in notes:

@@ -118,8 +118,11 @@ _AUTO_PROFILE_SECONDS = 10.0
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
 _MEAN_METHODS = {
     "report-mean": "the mean of the reports themselves (unbiased: the window is centred on the true value)",
-    "em-fisher": "the MLE's mean with a Fisher-information standard error (the reports' own mean is biased "
-                 "here: a clipped window, or a channel that is not centred on the input)",
+    "unbiased (channel inversion)": "the mean of g(report), where g inverts the channel (E[g(Y) | x] = x for every "
+                                    "x of the domain: unbiased whatever the data; the reports' own mean is biased "
+                                    "here: a clipped window, or a channel that is not centred on the input)",
+    "em-fisher": "the MLE's mean with a Fisher-information standard error (the reports' own mean is biased here "
+                 "and the channel cannot be inverted within half the domain's range)",
     "em-range-bound": "the MLE's mean with the worst-case standard error (hi - lo)/2",
     "one-value-domain": "the domain's only value",
 }
@@ -409,13 +412,17 @@ def _print_text(console, summary, est, mean, guarantee, column, confidence, wide
     if mean is not None:
         say(f"mean = {fmt(mean, 8)}  (standard error {fmt(mean.stderr, 4)}, "
             f"{mean.confidence:.0%} CI [{fmt(mean.ci[0], 8)}, {fmt(mean.ci[1], 8)}], {mean.method})")
-        if mean.method.startswith("unbiased ("):
+        if mean.method.startswith("unbiased (") and mean.method not in _MEAN_METHODS:
             say("  the papers' unbiased estimator: the mean of the per-report estimates x^(y), CLT interval from "
                 "their sample variance; the 'mean' of the derived statistics below is the distribution "
                 f"estimate's ({est.method})")
         else:  # two estimators of the mean: say which is which
             say(f"  {_MEAN_METHODS.get(mean.method, mean.method)}; the 'mean' of the derived statistics below "
                 f"is the distribution estimate's ({est.regularization or est.method})")
+        if not dom[0] <= float(mean) <= dom[1]:
+            say(f"  the mean estimate lies outside the domain {dom[0]}..{dom[1]}: unbiased estimates are not clipped "
+                "(the mean is near an edge, and noise carried the estimate past it); the interval is clipped to "
+                "the domain")
     if est.method == "em":
         say(f"EM: {est.iterations} steps"
             + (f" + {est.newton_steps} Newton steps" if est.newton_steps else "")

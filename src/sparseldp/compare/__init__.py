@@ -283,6 +283,9 @@ def _measure(name, label, cal, domain, values, truths, truth_p, weights, n, entr
     fam_id = COMPARE_FAMILIES.index(name)
     r1, r2 = distortion(ch, weights, domain)
     linear = unbiased_mean_estimator(ch, domain)
+    half_range = 0.5 * (domain[1] - domain[0])
+    if linear is not None and linear[2].endswith("inversion)") and not exact_rmse(linear[1], weights, n) < half_range:
+        linear = None  # as estimate_mean: the EM estimate's mean where the inversion is no better than the range
     errs, errs_ems, mean_sq, em_sq = [], [], [], []
     converged = True
     est = ems_est = None

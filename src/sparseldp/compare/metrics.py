@@ -12,12 +12,15 @@ input weights (exact, from the channel matrix).
 The mean of the inputs is estimated as a deployment would: with the papers'
 unbiased per-report estimator for Piecewise, Hybrid and Duchi; with the
 report mean when the channel is unbiased (``E[Y | x] = x``, checked entry by
-entry to ``1e-9`` of the output range: the extended windows); otherwise as
-``sum_x x p^_x`` of the maximum-likelihood (EM) estimate -- the rule of
-:func:`sparseldp.estimate_mean`.  For the first two (linear and unbiased) the
+entry to ``1e-9`` of the output range: the extended windows); with the channel's
+unbiased linear estimator where the channel identifies the mean linearly and its
+RMSE is below half the domain's range (randomized response, Square Wave, clipped
+Laplace windows, the geometric mechanisms); otherwise as ``sum_x x p^_x`` of the
+maximum-likelihood (EM) estimate -- the rule of :func:`sparseldp.estimate_mean`
+(which decides on the reports' own standard error).  For the first three (linear and unbiased) the
 root-mean-square error is exact, no simulation needed: with input weights
 ``p`` and ``n`` reports, ``RMSE = sqrt(sum_x p_x Var[v(Y) | x] / n)`` (the
-error against the mean of the ``n`` inputs themselves); for the third it is
+error against the mean of the ``n`` inputs themselves); for the EM estimate it is
 measured over the trials.
 
 Simulation.  The histogram of ``c_x`` independent reports from input ``x`` is
@@ -85,14 +88,36 @@ def unbiased_mean_estimator(channel, domain):
         bias = (m @ y)[order] - channel.inputs[order].astype(float)
         span = max(float(y.max() - y.min()), 1.0)
         if np.abs(bias).max() > _UNBIASED_RTOL * span:
-            return None
-        v, method = y, "report mean"
+            v, method = _inversion_values(channel, domain), "unbiased (channel inversion)"
+            if v is None:
+                return None
+        else:
+            v, method = y, "report mean"
     rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
     dev = v[m.indices] - channel.inputs[rows].astype(float)
     second = np.add.reduceat(dev * dev * m.data, m.indptr[:-1])
     bias = np.add.reduceat(dev * m.data, m.indptr[:-1])
     var = np.maximum(second - bias * bias, 0.0)[order]
     return v, var, method
+
+
+def _inversion_values(channel, domain):
+    """The channel's unbiased linear estimate per output label (column order), as :func:`sparseldp.estimate_mean`
+    takes it for a biased channel (``estimation._information._inversion_weights``), or ``None``."""
+    from ..estimation._information import _inversion_weights
+    from ..estimation.model import _model
+
+    a, b = domain
+    model = _model(channel, domain)
+    center = a + (b - a) // 2
+    g = _inversion_weights(model, (np.arange(a, b + 1) - center).astype(float))
+    if g is None:
+        return None
+    outs = np.asarray(channel.outputs)
+    order = np.argsort(outs, kind="stable")
+    v = np.full(outs.size, float(center))  # a label no input in the domain reaches is never reported
+    v[order[np.searchsorted(outs[order], model.outputs)]] = g + center
+    return v
 
 
 def simulate_counts(channel, input_counts: np.ndarray, gen: np.random.Generator, domain) -> np.ndarray:

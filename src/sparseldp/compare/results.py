@@ -35,7 +35,7 @@ class ComparisonRow:
     """One family's result; ``error`` is set (and the numbers are None) when it could not be run.
 
     ``mean_method`` says how the mean was estimated (``"unbiased (paper)"``,
-    ``"report mean"``: linear and unbiased, RMSE exact; ``"EM estimate"``: the
+    ``"report mean"``, ``"unbiased (channel inversion)"``: linear and unbiased, RMSE exact; ``"EM estimate"``: the
     mean of the maximum-likelihood estimate, RMSE over the trials);
     ``mean_rmse_estimate`` is the RMSE of the mean of the frequency estimate
     behind ``w1`` (the default estimator) for every family.

@@ -160,8 +160,10 @@ See :func:`estimate_mean`: the plain mean of the reports when the channel is
 unbiased (``E[Y | x] = x``, true on Z by symmetry, docs/paper.md, "Distortion and bias", and for
 extended windows); the papers' unbiased per-report estimator for the
 Piecewise, Hybrid and Duchi mechanisms (:func:`sparseldp.baselines.report_estimates`),
-whose labels are not values; else the mean of the EM estimate with a
-delta-method standard error from the expected Fisher information.
+whose labels are not values; else the channel's inversion, the mean of ``g(Y)`` with
+``E[g(Y) | x] = x`` on the whole domain (exactly unbiased), where its standard error is below half
+the domain's range, and the mean of the EM estimate with a delta-method standard error from the
+expected Fisher information where it is not.
 
 Layout
 ------
@@ -185,8 +187,9 @@ One module per concern; imports point down this list (none of them imports
 * :mod:`~sparseldp.estimation.replicates`: :class:`Bootstrap`, the intervals (every kind, the
   quantiles' CDF inversion, the robust hull) from the replicate distributions
 * :mod:`~sparseldp.estimation.auto`: ``method="auto"``, regularization chosen by held-out likelihood
-* :mod:`~sparseldp.estimation.mean`: :func:`estimate_mean`, :class:`MeanEstimate`
-  and the Fisher-information standard error;
+* :mod:`~sparseldp.estimation.mean`: :func:`estimate_mean`, :class:`MeanEstimate`;
+* ``_information``: the channel's unbiased linear estimator of the mean (the inversion ``estimate_mean``
+  takes for biased channels) and the Fisher-information standard error (its EM path), one linear system;
 * :mod:`~sparseldp.estimation.frequencies`: :func:`estimate_frequencies`,
   :class:`FrequencyEstimate`, :class:`ConvergenceWarning`, argument checks;
 * :mod:`~sparseldp.estimation.refits`: the bootstrap's batched replicate refits;
@@ -209,7 +212,8 @@ from __future__ import annotations
 from .counts import ReportCounts
 from .frequencies import METHODS, ConvergenceWarning, FrequencyEstimate, estimate_frequencies, \
     estimate_frequencies_full
-from .mean import MeanEstimate, _fisher_stderr, _rebuild_mean, estimate_mean  # noqa: F401
+from ._information import _fisher_stderr  # noqa: F401
+from .mean import MeanEstimate, _rebuild_mean, estimate_mean  # noqa: F401
 from .model import _model  # noqa: F401
 from ._ems_map import _smooth  # noqa: F401
 from .solvers import project_simplex  # noqa: F401

@@ -2,9 +2,11 @@
 
 The report mean when the channel is unbiased; the papers' unbiased estimator
 for the Piecewise, Hybrid and Duchi mechanisms (:func:`_papers_estimator`);
-otherwise the mean of the EM estimate with a delta-method standard error from
-the expected Fisher information (:func:`_fisher_stderr`), bounded by the range
-of the domain.
+otherwise the channel's unbiased linear estimator
+(:func:`._information._inversion_weights`) where it has a standard error below
+the range bound, else the mean of the EM estimate with a delta-method standard
+error from the expected Fisher information (:func:`._information._fisher_stderr`),
+bounded by the range of the domain.
 For the Laplace and Gaussian mechanisms on Z the report mean is computed in
 one O(n) pass over the reports, with no channel (:func:`_mean_on_z`).
 """
@@ -13,12 +15,9 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from statistics import NormalDist
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .._validation import INT64_MAX, INT64_MIN, check_bool
 from ..baselines import ESTIMATOR_SOURCE, UNBIASED_FAMILIES, estimator_variance, report_estimates
@@ -26,20 +25,10 @@ from ..channel import SparseChannel, check_domain
 from ..core.kernels import GaussianKernel, LaplaceKernel
 from ..core.mechanisms import RadiusMechanism
 from .counts import _as_report_counts, _chunks
+from ._information import _fisher_stderr, _inversion_weights
 from .frequencies import _check_tol, _fit
 from .model import _Model, _model
 
-# Fisher information: an output whose probability under the estimate is below this
-# share of the largest output probability is counted as if it had this probability.
-_FISHER_Q_FLOOR = 1e-9
-# The ridge values are tried when the plain solve leaves an unexplained part of the
-# mean functional larger than this share of its range.
-_FISHER_RESIDUAL = 1e-9
-# Ridge values mu (relative to the unit diagonal of the Jacobi-scaled information).
-_FISHER_RIDGE = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
-# Inputs and outputs are sorted, so window channels give a banded information
-# matrix, factorized fastest (no fill beyond the band) in its natural order.
-_PERMC = "NATURAL"
 # Rule of three: after n reports all equal to one value, 3/n is a 95% upper
 # confidence bound on the share of the others (exactly, 1 - 0.05^(1/n) <= 3/n).
 _RULE_OF_THREE = 3.0
@@ -171,8 +160,26 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
       not depend on the frequency estimator.  ``method`` names the paper:
       ``"unbiased (Wang et al. 2019)"`` (Piecewise, Hybrid) or
       ``"unbiased (Duchi et al. 2013)"``.
-    * **biased channel** (clipped windows, clamped or folded baselines): the
-      report mean is pulled towards the middle near the edges.  The estimate is
+    * **biased channel** (clipped windows, clamped or folded baselines,
+      randomized response, Square Wave): the report mean is pulled towards the
+      middle.  The estimate inverts the channel: ``(1/n) sum_i g(Y_i)`` with
+      ``E[g(Y) | x] = x`` for every ``x`` of the domain (to ``1e-9`` of its
+      range), the least-variance such ``g`` under uniform inputs
+      (:func:`._information._inversion_weights`); it depends on the channel
+      alone, so it is exactly unbiased whatever the data (not clipped to the
+      domain).  The standard error is ``sqrt(v / n)`` with ``v`` the sample
+      variance of ``g(Y)`` (``ddof=1``), floored at ``min_x Var[g(Y) | x]``,
+      as the papers' estimator's.  ``method="unbiased (channel inversion)"``.
+      Taken where that standard error is below ``(hi - lo) / 2``; else (the
+      channel cannot be inverted, or only with a useless variance: clipped
+      windows of wide Gaussian kernels, the clamped discrete Gaussian) the
+      EM path below.  Why not the MLE's mean everywhere: on concentrated data
+      the MLE spreads mass over values the channel cannot tell apart from
+      empty ones, and its mean is biased by several standard errors
+      (randomized response at eps 3 on 0..99, a geometric truth of mean 9,
+      5,000 reports: bias 6.4 against a standard error of 2.7, 10 of 40
+      intervals covering; the inversion's 37 of 40).
+    * **biased channel, no useful inversion**: the estimate is
       the mean ``sum_x x p̂_x`` of the EM estimate :func:`estimate_frequencies`
       (same ``tol``, ``max_iter``).  Its standard error is the delta method with
       the expected Fisher information at ``p̂``: with
@@ -249,14 +256,23 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
 
 def _em_mean(model: _Model, c_all: np.ndarray, n_f: float, center: int, tol, max_iter, confidence: float,
              n: int) -> MeanEstimate:
-    """The biased-channel case of :func:`estimate_mean`: the mean of the EM estimate, delta-method
-    standard error (:func:`_fisher_stderr`) or, if larger, the range bound ``(hi - lo)/2``."""
+    """The biased-channel case of :func:`estimate_mean`: the channel's unbiased linear estimator where the
+    channel identifies the mean linearly and its standard error is below the range bound; else the mean of
+    the EM estimate, delta-method standard error (:func:`_fisher_stderr`) or, if larger, the range bound
+    ``(hi - lo)/2``."""
     lo, hi = model.lo, model.hi
-    est = _fit(model, c_all, "em", tol, max_iter)
     x = (np.arange(lo, hi + 1, dtype=np.int64) - center).astype(float)
+    se_range = 0.5 * float(hi - lo)
+    g = _inversion_weights(model, x)
+    if g is not None:
+        m1, var = _moments(c_all, g, n_f)
+        floor = float(np.min(np.asarray(model.unscaled() @ (g * g)).ravel() - x * x))  # min_x Var[g(Y) | x]
+        se = math.sqrt(max(var, floor, 0.0) / n_f)
+        if se < se_range:
+            return _with_ci(center + m1, se, lo, hi, confidence, "unbiased (channel inversion)", n)
+    est = _fit(model, c_all, "em", tol, max_iter)
     m1 = float(est.p @ x)
     se = _fisher_stderr(model, est.p, x - m1, n_f)
-    se_range = 0.5 * float(hi - lo)
     method = "em-fisher"
     if not se <= se_range:
         se, method = se_range, "em-range-bound"
@@ -394,92 +410,3 @@ def _mean_on_z(reports, mechanism, domain, confidence: float, counts: bool):
 
 def _too_few(n: int):
     raise ValueError(f"reports must contain at least 2 reports to estimate a mean with a standard error; got {n}")
-
-
-def _fisher_stderr(model: _Model, p: np.ndarray, u: np.ndarray, n: float) -> float:
-    r"""Delta-method standard error of ``u^T p̂``: ``min_h sqrt(|h|^2 / n) + (max r - min r)``; ``inf`` if none.
-
-    With ``q̃ = max(Q^T p, f max Q^T p)`` (``f`` = :data:`_FISHER_Q_FLOOR`)
-    and ``B = Q diag(q̃)^{-1/2}`` (``k x m``, so ``I = B B^T``), any ``h``
-    splits ``u = B h + r``.  The first part is ``Q g`` for the output
-    function ``g = h / sqrt(q̃)``, whose report average estimates it with
-    variance at most ``E_q̃ g^2 / n = |h|^2 / n``; the rest moves the mean of
-    any two distributions on the domain apart by at most ``max r - min r``.
-    For ``h = B^T I^{-1} u`` (``r = 0``), ``|h|^2 = u^T I^{-1} u``: the usual
-    delta method.  When ``I`` is singular or nearly so, that ``h`` is huge or
-    not computable; the ridge solutions ``h_mu = B^T (I + mu D)^{-1} u``
-    (``D = diag I``) trade a small unexplained ``r`` for a much smaller
-    ``|h|``, and the smallest bound over ``mu`` in :data:`_FISHER_RIDGE` is
-    returned.  If ``u`` is outside the range of ``B`` (the channel does not
-    identify the mean) the unexplained range stays and bounds the error of
-    the unidentified part.  Since that range is added to the standard error,
-    a ``z``-interval stays valid for ``z >= 1`` (confidence >= 68%).
-
-    Computation.  From the column-scaled ``S`` (``Q = S diag(cs)``), so that
-    no probability underflows: ``B = S diag(exp(log cs - log q̃ / 2))``,
-    bounded by ``(f max q)^{-1/2}`` thanks to the floor.  ``I`` is Jacobi
-    scaled (unit diagonal) and solved by sparse LU (banded for window
-    channels) or, for dense channels, a dense solve and, if a ridge is
-    needed, one symmetric eigendecomposition for all ``mu``.
-    The residual ``r`` is recomputed from each ``h``, so a poor solve can
-    only make the figure larger, never wrong.
-    """
-    S = model.S
-    with np.errstate(divide="ignore"):
-        log_q = model.log_cs + np.log(S.T @ p)
-    top = float(np.max(log_q, initial=-math.inf))
-    if not math.isfinite(top):
-        return math.inf
-    sw = np.exp(model.log_cs - 0.5 * np.maximum(log_q, top + math.log(_FISHER_Q_FLOOR)))
-    if model.dense:
-        B = S * sw[None, :]
-        d = np.sqrt(np.einsum("ij,ij->i", B, B))
-    else:
-        B = sp.csr_array(S @ sp.diags_array(sw))
-        d = np.sqrt(np.asarray((B * B).sum(axis=1)).ravel())
-    d = np.where(np.isfinite(d) & (d > 0.0), d, 1.0)  # a row with no information stays as it is
-    Bs = B / d[:, None] if model.dense else sp.csr_array(sp.diags_array(1.0 / d) @ B)
-    us = u / d
-    G = Bs @ Bs.T  # I with unit diagonal
-    span = float(u.max() - u.min())
-    if model.dense:
-        eig = []  # computed once, only if a ridge is needed
-
-        def solve(mu):
-            if mu == 0.0:
-                return np.linalg.solve(G, us)
-            if not eig:
-                ev, V = np.linalg.eigh(G)
-                eig.extend((np.maximum(ev, 0.0), V, V.T @ us))
-            ev, V, coef = eig
-            return V @ (coef / (ev + mu))
-
-        failures = (np.linalg.LinAlgError,)
-    else:
-        G = sp.csc_array(G)
-        eye = sp.identity(G.shape[0], format="csc")
-
-        def solve(mu):
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", spla.MatrixRankWarning)
-                return spla.splu(sp.csc_array(G + mu * eye) if mu else G, permc_spec=_PERMC).solve(us)
-
-        failures = (RuntimeError, spla.MatrixRankWarning)
-    best = math.inf
-    with np.errstate(all="ignore"):
-        for mu in _FISHER_RIDGE:
-            try:
-                lam = solve(mu)
-            except failures:
-                continue
-            h = Bs.T @ lam
-            if not np.all(np.isfinite(h)):
-                continue
-            r = u - B @ h
-            unexplained = float(r.max() - r.min())
-            se = math.sqrt(float(h @ h) / n) + unexplained
-            if math.isfinite(se) and se < best:
-                best = se
-            if mu == 0.0 and unexplained <= _FISHER_RESIDUAL * span:
-                break  # the exact delta method: I is well conditioned
-    return best

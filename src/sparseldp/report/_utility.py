@@ -210,7 +210,8 @@ def _frequency_errors(spec, lo_hi, n: int) -> dict:
                                 "gives a ridge-regularized or range-bound standard error")
         else:
             out["mean_se_mle"] = Num("utility.mean_se_mle", math.sqrt(max(uIu, 0.0) / n), "estimate",
-                                     "clipped windows bias the report mean, so estimate_mean uses the EM estimate; "
-                                     "its asymptotic standard error sqrt(u^T I^-1 u / n), u = x - mean, inputs "
-                                     "uniform")
+                                     "clipped windows bias the report mean, so estimate_mean inverts the channel (or, "
+                                     "where that is no use, takes the EM estimate's mean); "
+                                     "the standard error sqrt(u^T I^-1 u / n), u = x - mean, inputs uniform "
+                                     "(the inversion's, which is the EM estimate's asymptotic one)")
     return out
