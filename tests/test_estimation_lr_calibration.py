@@ -123,8 +123,9 @@ def test_where_wilks_holds_the_estimates_own_values_are_not_disfavoured_nor_the_
     assert np.all(cal.draws_low <= cal.draws + 1e-12) and np.all(cal.draws_low >= 0.0)
 
 
-def test_randomized_response_on_a_concentrated_truth_flags_the_calibration_and_clears_the_estimate():
-    # the MLE spreads small masses over the empty values; every distribution without them lies nats below
+def _rr_concentrated():
+    """Randomized response at eps 3 on 0..99, 5,000 reports of a geometric truth (mean about 9): the true values
+    and the profile of auto's estimate."""
     k, n = 100, 5000
     mech = sl.baselines.randomized_response(eps=3.0, domain=(0, k - 1))
     gen = np.random.default_rng(0)
@@ -132,7 +133,12 @@ def test_randomized_response_on_a_concentrated_truth_flags_the_calibration_and_c
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = estimate_frequencies(sample(mech, x, rng=gen), mech, domain=(0, k - 1), return_info=True)
-    prof = est.profile(mech)
+    return x, est.profile(mech)
+
+
+def test_randomized_response_on_a_concentrated_truth_flags_the_calibration_and_clears_the_estimate():
+    # the MLE spreads small masses over the empty values; every distribution without them lies nats below
+    x, prof = _rr_concentrated()
     lo, hi = prof.interval("mean")
     assert not lo <= x.mean() <= hi  # the chi-square interval misses the true mean (the failure checked for)
     cal = prof.calibration("mean", rng=5)
@@ -193,3 +199,40 @@ def test_the_binomial_tail_matches_scipys(size, prob, frac):
     j = int(round(frac * size))
     want = float(binom.sf(j - 1, size, prob))
     assert _binomial_tail(j, size, prob) == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+def test_the_calibrated_interval_covers_where_the_chi_square_one_misses_and_is_never_narrower():
+    x, prof = _rr_concentrated()
+    lo, hi = prof.interval("mean")
+    cal = prof.calibrated_interval("mean", rng=3)
+    c_lo, c_hi = cal
+    assert not lo <= x.mean() <= hi and c_lo <= x.mean() <= c_hi
+    assert c_lo <= lo + 1e-9 and hi - 1e-9 <= c_hi
+    assert cal.kappa_low > 1.920729 * 2 and cal.kappa_high >= 1.920729 - 1e-9 and cal.rounds >= 2
+
+
+def test_where_wilks_holds_the_calibrated_interval_stays_near_the_chi_square_one():
+    mech, est = _bimodal("laplace", 100_000, seed=3)
+    prof = est.profile(mech)
+    for stat, kw in (("mean", {}), ("range", {"a": 30, "b": 50})):
+        lo, hi = prof.interval(stat, **kw)
+        cal = prof.calibrated_interval(stat, rng=5, **kw)
+        assert cal.low <= lo + 1e-9 and hi - 1e-9 <= cal.high
+        assert cal.high - cal.low <= 1.6 * (hi - lo)  # thresholds of a few nats at most: not much wider
+        assert max(cal.kappa_low, cal.kappa_high) < 5.0
+
+
+@pytest.mark.parametrize("call, exc, words", [
+    (lambda p: p.calibrated_interval("var"), ValueError, ["'mean', 'cdf' or 'range'", "'var'"]),
+    (lambda p: p.calibrated_interval("quantile", q=0.5), ValueError, ["'quantile'"]),
+    (lambda p: p.calibrated_interval("mean", B=0), ValueError, ["B", "0"]),
+    (lambda p: p.calibrated_interval("mean", max_rounds=0), ValueError, ["max_rounds", "0"]),
+    (lambda p: p.calibrated_interval("mean", level=0.0), ValueError, ["level"]),
+    (lambda p: p.calibrated_interval("cdf", x=[1, 2]), ValueError, ["x", "single"]),
+])
+def test_calibrated_interval_bad_input_gets_a_clear_error(call, exc, words):
+    est = _counts(SparseLaplace(lam=0.4, s=9), [0.5, 0.3, 0.2], 200, seed=1)
+    with pytest.raises(exc) as info:
+        call(est.profile())
+    for word in words:
+        assert word in str(info.value)

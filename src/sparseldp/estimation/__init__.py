@@ -180,7 +180,8 @@ One module per concern; imports point down this list (none of them imports
   their cost predicted before any fit
 * ``_lr_calibration``: :class:`Calibration`, ``Profile.calibration``'s check by simulation of whether the
   reports disfavour the estimate's value of a statistic and whether the intervals' chi-square calibration
-  holds for these reports
+  holds for these reports; :class:`CalibratedInterval`, ``Profile.calibrated_interval``'s test inversion
+  where it does not
 * ``_lr_search``: the ends of such intervals (the tilted MLEs, the search for the boundary, the variance
   through the linear ``E (X - c)^2``, every value's)
 * ``_roots``: the one-dimensional searches they run (the boundary's tilt, the quantiles' first value)
@@ -218,7 +219,7 @@ from .model import _model  # noqa: F401
 from ._ems_map import _smooth  # noqa: F401
 from .solvers import project_simplex  # noqa: F401
 from .intervals import Bootstrap, ShapeWarning, bootstrap
-from .likelihood_ratio import Calibration, Profile, profile
+from .likelihood_ratio import CalibratedInterval, Calibration, Profile, profile
 from .stats import distance
 
 __all__ = [
@@ -237,6 +238,7 @@ __all__ = [
     "Profile",
     "profile",
     "Calibration",
+    "CalibratedInterval",
     "distance",
 ]
 

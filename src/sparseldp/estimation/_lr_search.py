@@ -190,7 +190,7 @@ class _Search:
                 pool.append(tally.point)
         return tally.value
 
-    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL):
+    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False):
         """``(lo, hi)``: brackets of the profile deficit ``loglik(MLE) - max {loglik(p) : h^T p = t0}`` (nats).
 
         For ``h`` rescaled to ``[0, 1]`` (flipped to ``1 - h`` below the MLE's value) and a tilt ``beta``, every
@@ -200,23 +200,27 @@ class _Search:
         mix into a point with ``h^T p = t0`` exactly, whose likelihood (concavity) bounds it from below:
         ``hi``.  A secant search on ``log(h^T p_beta - h^T MLE)`` against ``log beta`` looks for the tilt whose
         fit sits at ``t0``, until the bracket is within ``tol`` nats (at most :data:`_MAX_SOLVES` fits).
-        ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``."""
+        ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``.  With ``point``, also
+        the point of the bracket's lower bound (``h^T p = t0``; ``None`` where no fit reached ``t0``)."""
         h = np.asarray(h, dtype=float)
         h0, h1 = float(h.min()), float(h.max())
+        def result(lo, hi, p=None):
+            return (lo, hi, p) if point else (lo, hi)
+
         if not h0 <= t0 <= h1:
-            return math.inf, math.inf
+            return result(math.inf, math.inf)
         if h1 == h0:
-            return 0.0, 0.0
+            return result(0.0, 0.0, self.mle)
         g, t = (h - h0) / (h1 - h0), (t0 - h0) / (h1 - h0)
         th0 = float(g @ self.mle)
         if t < th0:
             g, t, th0 = 1.0 - g, 1.0 - t, 1.0 - th0
         if t <= th0:
-            return 0.0, 0.0
+            return result(0.0, 0.0, self.mle)
         n, L = float(self.n), self.loglik
         upper = math.inf  # of the profile at t
         below, above = (th0, L, self.mle), None  # fits on either side of t: (g^T p, loglik, p)
-        lower = -math.inf
+        lower, best = -math.inf, None
         u = math.log(min(0.5, max(1e-12, (t - th0) / max(th0 * (1.0 - th0), 1.0 / n))))  # the naive shift's tilt
         u_max = math.log1p(-_BETA_GAP)
         lo_u = hi_u = prev = None
@@ -239,7 +243,10 @@ class _Search:
                     below = (tp, ll, p)
             if above is not None:
                 a = 1.0 if above[0] == below[0] else (above[0] - t) / (above[0] - below[0])
-                lower = max(lower, self._loglik(a * below[2] + (1.0 - a) * above[2]))
+                mix = a * below[2] + (1.0 - a) * above[2]
+                ll_mix = self._loglik(mix)
+                if ll_mix > lower:
+                    lower, best = ll_mix, mix
             if upper - lower <= tol:
                 break
             d = max(tp - th0, 1e-300)
@@ -254,7 +261,7 @@ class _Search:
             if u_new == u or (hi_u is not None and lo_u is not None and hi_u - lo_u < 1e-12):
                 break
             u = u_new
-        return max(L - upper, 0.0), L - lower
+        return result(max(L - upper, 0.0), L - lower, best)
 
     def side(self, h, L0, upper: bool, memo=None) -> float:
         """An outer bound of ``max`` (``upper``) or ``min h^T p`` over the set ``loglik >= L0``, any real ``h``
