@@ -19,8 +19,10 @@ Estimator behind W1: the project's default (``estimate_frequencies``'s
 fits and one EM fit already takes 0.5-4 minutes there on the shared machine.
 Trials: TRIALS_SMALL for k <= 100, 1 for k = 1000; the mean's RMSE is exact
 for the linear unbiased estimators (Piecewise, Hybrid, Duchi, extended
-windows) and measured over MEAN_TRIALS_SMALL / MEAN_TRIALS_LARGE trials for
-the others (mean of the EM estimate, as ``sparseldp.estimate_mean``).
+windows, and since 2026-12-01 the channel inversion of the biased channels,
+as ``sparseldp.estimate_mean``) and measured over MEAN_TRIALS_SMALL /
+MEAN_TRIALS_LARGE trials for the others (mean of the EM estimate, where the
+inversion is refused).
 
 Environment: COMPARE_GRID_QUICK=1 runs eps = 1, k = 16 only (a smoke test);
 COMPARE_GRID_CACHE=path keeps finished targets in a JSON file and resumes
