@@ -615,9 +615,19 @@ def test_estimate_profile_adds_likelihood_ratio_intervals(d, capsys, monkeypatch
     assert "P(3 <= X <= 3)" in summary["ruled_out"]
     assert "the reports disfavour the estimate at the 95% level" in err and "P(3 <= X <= 3) 0.1" in err
     # confirmed by simulation: none of 19 report sets drawn from the estimate came as far from its maximum
-    assert row["lr_check"]["checked"] and row["lr_check"]["disfavoured"] and row["lr_check"]["draws"] == 19
+    assert row["lr_check"]["checked"] and row["lr_check"]["disfavoured"] and row["lr_check"]["test_draws"] == 19
     assert "none of 19 simulations from the estimate came as far" in err and "Monte Carlo p = 0.05" in err
     assert "too narrow" not in err
+
+
+def test_estimate_checks_the_mean_by_simulation_and_stays_quiet_where_wilks_holds(d, capsys):
+    rc, out, err = run(capsys, "estimate", _reports(d), "-m", d / "mech.json", "-c", "y", "--domain", "0:9",
+                       "--bootstrap", "0", "--profile", "-o", d / "w.csv", "--json")
+    assert rc == 0, err
+    check = json.loads(out)["statistics"][0]["lr_check"]
+    assert check["checked"] and check["draws"] == 7 and check["chi_square_fails"] is False
+    assert check["seconds_per_draw"] > 0 and "too narrow" not in err
+    assert "lr_calibrated" not in json.loads(out)["statistics"][0]
 
 
 def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_the_reports(d, capsys):
@@ -644,8 +654,9 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     assert mean["lr_low"] <= x.mean() <= mean["lr_high"]
     assert "calibrated by simulation instead" in err
     check = mean["lr_check"]
-    assert check["checked"] and check["chi_square_fails"] and not check["disfavoured"] and check["draws"] == 19
-    assert check["beyond_kappa"] >= 6 and summary["ruled_out"] == []
+    # the routine check: 7 draws, 4 or more beyond 1.92 nats flags it (a binomial tail of 1.9e-4 under Wilks)
+    assert check["checked"] and check["chi_square_fails"] and check["draws"] == 7 and check["beyond_kappa"] >= 4
+    assert summary["ruled_out"] == [] and check["disfavoured"] in (None, False)
     assert "the likelihood-ratio intervals are too narrow for these reports" in err
     assert "reports disfavour" not in err
     # the mean line inverts the channel: unbiased, its interval holds the true mean (the MLE's mean missed here)

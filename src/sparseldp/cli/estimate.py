@@ -26,8 +26,8 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   reports are within ``chi^2_1 / 2`` nats of their maximum likelihood), columns ``LR low`` and
   ``LR high`` (``lr_low``, ``lr_high`` in ``--json``): what the reports alone pin down.  Their
   threshold (``chi^2_1 / 2`` nats) is checked by simulation
-  (:meth:`sparseldp.estimation.Profile.calibration`, seeded, within a modelled 60 s): 19 report sets
-  (at 95 %) drawn from the estimate, each one's profile deficit at the estimate's mean; where they
+  (:meth:`sparseldp.estimation.Profile.calibration`, seeded, within a modelled 60 s): 7 report sets
+  drawn from the estimate, each one's profile deficit at the estimate's mean; where they
   contradict ``chi^2_1 / 2`` (randomized response on many values with a concentrated truth) a warning
   says the LR intervals are too narrow for these reports (``lr_check`` of the mean's row in
   ``--json``), and the mean's and the ``--range``'s are calibrated by simulation instead
