@@ -211,6 +211,20 @@ def test_the_calibrated_interval_covers_where_the_chi_square_one_misses_and_is_n
     assert cal.kappa_low > 1.920729 * 2 and cal.kappa_high >= 1.920729 - 1e-9 and cal.rounds >= 2
 
 
+def test_the_calibrated_quantile_interval_covers_the_tails_quantile_where_the_chi_square_one_misses():
+    from sparseldp.estimation import stats
+
+    x, prof = _rr_concentrated()
+    k = prof.values.size
+    p90 = stats.quantile(np.bincount(x, minlength=k) / x.size, 0.9, np.arange(k))
+    lo, hi = prof.interval("quantile", q=0.9)
+    cal = prof.calibrated_interval("quantile", q=0.9, rng=2)
+    assert not lo <= p90 <= hi and cal.low <= p90 <= cal.high
+    assert cal.low <= lo and hi <= cal.high and cal.kappa_low > 2 * 1.920729
+    interp = prof.calibrated_interval("quantile", q=0.9, method="interpolated", rng=2)
+    assert interp.low <= p90 + 0.5 and interp.kappa_low > 1.920729
+
+
 def test_where_wilks_holds_the_calibrated_interval_stays_near_the_chi_square_one():
     mech, est = _bimodal("laplace", 100_000, seed=3)
     prof = est.profile(mech)
@@ -223,8 +237,9 @@ def test_where_wilks_holds_the_calibrated_interval_stays_near_the_chi_square_one
 
 
 @pytest.mark.parametrize("call, exc, words", [
-    (lambda p: p.calibrated_interval("var"), ValueError, ["'mean', 'cdf' or 'range'", "'var'"]),
-    (lambda p: p.calibrated_interval("quantile", q=0.5), ValueError, ["'quantile'"]),
+    (lambda p: p.calibrated_interval("var"), ValueError, ["'mean', 'cdf', 'range' or 'quantile'", "'var'"]),
+    (lambda p: p.calibrated_interval("quantile", q=[0.5, 0.9]), ValueError, ["q", "single"]),
+    (lambda p: p.calibrated_interval("quantile", q=1.5), ValueError, ["q", "1.5"]),
     (lambda p: p.calibrated_interval("mean", B=0), ValueError, ["B", "0"]),
     (lambda p: p.calibrated_interval("mean", max_rounds=0), ValueError, ["max_rounds", "0"]),
     (lambda p: p.calibrated_interval("mean", level=0.0), ValueError, ["level"]),

@@ -56,7 +56,8 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
     rows = [stat("mean", est.mean, "mean"), stat("variance", est.var, "var")]
     tag = "" if qmethod == "inverted_cdf" else f" ({qmethod})"
     rows += [stat(f"quantile {q:g}{tag}", est.quantile, "quantile", q=q, method=qmethod) for q in qs]
-    linear = [(rows[0], "mean", {})]
+    # the statistics whose LR intervals can be calibrated by simulation (all but the variance)
+    linear = [(rows[0], "mean", {})] + [(row, "quantile", {"q": q, "method": qmethod}) for row, q in zip(rows[2:], qs)]
     if rng_range is not None:
         a, c = rng_range
         rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
@@ -78,16 +79,17 @@ _CHECK_SECONDS = 60.0
 _DETECT_DRAWS = 7
 
 
-#: Where the mean's check finds the chi-square threshold fails, the linear statistics' (mean, range) likelihood-ratio
-#: intervals are calibrated by simulation (:meth:`Profile.calibrated_interval`) where that is modelled at most
+#: Where the mean's check finds the chi-square threshold fails, the likelihood-ratio intervals of the mean, the
+#: quantiles and the range are calibrated by simulation (:meth:`Profile.calibrated_interval`) where that is modelled at most
 #: :data:`_CHECK_SECONDS` each: this many draws at the check's measured time per draw (two ends, up to three rounds
 #: of 39: 3-6 s on randomized response over 100 values, where 2-3 rounds per end were measured).
 _CALIBRATED_DRAWS = 2 * 3 * 39
 
 
 def _calibrate_linear(prof, linear, level: float) -> None:
-    """Replace the mean's and the range's likelihood-ratio intervals by calibrated ones where the mean's check
-    says the chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why not)."""
+    """Replace the likelihood-ratio intervals of the mean, the quantiles and the range by calibrated ones where the
+    mean's check says the chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why
+    not)."""
     check = linear[0][0].get("lr_check") or {}
     if not check.get("chi_square_fails"):
         return
@@ -191,7 +193,7 @@ def _calibrated_text(rows) -> str:
     if done:
         text += ("; calibrated by simulation instead (test inversion, thresholds in nats): " + ", ".join(
             f"{r['statistic']} [{fmt(r['lr_low'], 6)}, {fmt(r['lr_high'], 6)}] at {r['lr_calibrated']['kappa_low']:.1f}"
-            f" / {r['lr_calibrated']['kappa_high']:.1f}" for r in done) + "; the others stay too narrow")
+            f" / {r['lr_calibrated']['kappa_high']:.1f}" for r in done) + "; the variance's stays too narrow")
     if skipped:
         text += (f"; not calibrated ({', '.join(r['statistic'] for r in skipped)}: modelled at "
                  f"{skipped[0]['lr_calibrated']['modelled_seconds']:.0f} s each; "

@@ -224,45 +224,66 @@ def _critical(draws: np.ndarray, level: float) -> float:
     return float(d[min(d.size, math.ceil(level * (d.size + 1))) - 1])
 
 
-def _calibrated_end(profile, h, upper: bool, level: float, B: int, gen, max_rounds: int):
-    """One end: ``(t, kappa, rounds)``.  From the chi-square end ``t``, draw ``B`` report sets from the constrained
-    MLE at ``t`` (the point the profile reaches there) and take the critical value ``kappa'`` of their deficits at
-    ``t``; while it exceeds the threshold ``t`` sits at (by 5 % or more), move ``t`` out to the end at ``kappa'``
-    and draw again.  Stops at the first ``t`` whose own draws do not exceed its threshold: the test of ``t``
-    rejects it at about ``level`` or accepts it barely, so ``t`` is at or beyond the end of the inverted test."""
+def _calibrated_end(profile, end_at, level: float, B: int, gen, max_rounds: int):
+    """One end: ``(t, kappa, rounds)``.  ``end_at(kappa)`` gives the interval's end at a threshold and the test
+    point it stands on, ``(t, h, value)``: ``h^T p = value`` is the hypothesis whose likelihood ratio puts the end
+    there (for a linear statistic ``h`` itself at ``t``; for a quantile's end ``t``, the CDF at ``t`` equal to
+    ``q``).  From the chi-square end, draw ``B`` report sets from the constrained MLE at the test point (the point
+    the profile reaches there) and take the critical value ``kappa'`` of their deficits at it; while that exceeds
+    the threshold the end sits at (by 5 % or more), move the end out to ``end_at(kappa')`` and draw again.  Stops
+    at the first end whose own draws do not exceed its threshold: its test rejects it at about ``level`` or
+    accepts it barely, so it is at or beyond the end of the inverted test."""
     from .likelihood_ratio import _search_of
 
     search, model = profile._search, profile._model
-    L = search.loglik
     kappa0 = 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2
     kappa, rounds = kappa0, 0
-    t = search.side(h, L - kappa, upper)
+    t, h, value = end_at(kappa)
     for _ in range(max_rounds):
-        _, _, p = search.deficit(h, t, point=True)
+        _, _, p = search.deficit(h, value, point=True)
         if p is None:  # the end is the statistic's extreme: nothing further out
             break
         q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
         q /= q.sum()
         draws = np.array([_search_of(model, gen.multinomial(profile.n, q).astype(float), profile.values, search._tol,
-                                     search._max_iter).deficit(h, t)[1] for _ in range(B)])
+                                     search._max_iter).deficit(h, value)[1] for _ in range(B)])
         rounds += 1
         crit = max(_critical(draws, level), kappa0)
         if crit <= 1.05 * kappa:
             break
         kappa = crit
-        t = search.side(h, L - kappa, upper)
+        t, h, value = end_at(kappa)
     return t, kappa, rounds
 
 
 def _calibrated_interval(profile, stat: str, level: float, B: int, rng, max_rounds: int, kw: dict):
     """:meth:`.likelihood_ratio.Profile.calibrated_interval`, its arguments checked."""
-    if stat in ("var", "quantile"):
-        raise ValueError(f"stat must be 'mean', 'cdf' or 'range' for a calibrated interval (a linear statistic); got "
-                         f"{stat!r} (Profile.calibration checks it)")
+    from .stats import _check_quantile_method
+
+    if stat == "var":
+        raise ValueError("stat must be 'mean', 'cdf', 'range' or 'quantile' for a calibrated interval; got 'var' "
+                         "(its ends are bounded through many linear statistics; Profile.calibration checks it)")
     gen = simulation_generator(rng)
-    h, _ = _linear(stat, profile.p, profile.values, kw)
-    with profile._search.blas():
-        lo, k_lo, r_lo = _calibrated_end(profile, h, False, level, B, gen, max_rounds)
-        hi, k_hi, r_hi = _calibrated_end(profile, h, True, level, B, gen, max_rounds)
+    search = profile._search
+    h, _ = _linear(stat, profile.p, profile.values, kw)  # the checks of stat and its keywords
+    if stat == "quantile":
+        q = float(kw["q"])
+        interp = _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated"
+        v = profile.values.astype(float)
+        ends = {}
+
+        def end_at(upper):
+            def at(kappa):  # the quantile's end, and the CDF there equal to q
+                if kappa not in ends:
+                    ends[kappa] = search.quantile_ends(q, kappa, interp)
+                t = ends[kappa][1 if upper else 0]
+                return t, (v <= t).astype(float), q
+            return at
+    else:
+        def end_at(upper):
+            return lambda kappa: (t := search.side(h, search.loglik - kappa, upper), h, t)
+    with search.blas():
+        lo, k_lo, r_lo = _calibrated_end(profile, end_at(False), level, B, gen, max_rounds)
+        hi, k_hi, r_hi = _calibrated_end(profile, end_at(True), level, B, gen, max_rounds)
     return CalibratedInterval(low=float(lo), high=float(hi), kappa_low=float(k_lo), kappa_high=float(k_hi),
                               rounds=r_lo + r_hi)

@@ -233,8 +233,8 @@ class Profile(ReadOnlyArrays):
 
     def calibrated_interval(self, stat: str, level: float = 0.95, *, B: int = 39, rng=None, max_rounds: int = 8,
                             **kw):
-        """The likelihood-ratio interval of a linear statistic with its threshold calibrated by simulation at each
-        end, where the chi-square one fails (:attr:`Calibration.chi_square_fails`): a parametric bootstrap test
+        """The likelihood-ratio interval of a linear statistic or a quantile with its threshold calibrated by
+        simulation at each end, where the chi-square one fails (:attr:`Calibration.chi_square_fails`): a parametric bootstrap test
         inversion (:mod:`._lr_calibration`).
 
         At each end ``t`` (from the chi-square one outwards), ``B`` report sets are drawn from the constrained MLE
@@ -245,8 +245,9 @@ class Profile(ReadOnlyArrays):
 
         Parameters
         ----------
-        stat : {"mean", "cdf", "range"}
-            With ``x=`` or ``a=, b=`` (single numbers).
+        stat : {"mean", "cdf", "range", "quantile"}
+            With ``x=``, ``a=, b=`` or ``q=`` (and ``method=``) (single numbers).  A quantile's end stands on the
+            hypothesis that the CDF at it is ``q``: that is what is tested at each end.
         level : float in (0, 1)
         B : int >= 1
             Draws per round (the critical value is the ``ceil(level (B + 1))``-th smallest: 38th of 39 at 95 %).
