@@ -57,13 +57,14 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
     tag = "" if qmethod == "inverted_cdf" else f" ({qmethod})"
     rows += [stat(f"quantile {q:g}{tag}", est.quantile, "quantile", q=q, method=qmethod) for q in qs]
     # the statistics whose LR intervals can be calibrated by simulation (all but the variance)
-    linear = [(rows[0], "mean", {})] + [(row, "quantile", {"q": q, "method": qmethod}) for row, q in zip(rows[2:], qs)]
+    calibratable = [(rows[0], "mean", {})] + [(row, "quantile", {"q": q, "method": qmethod})
+                                              for row, q in zip(rows[2:], qs)]
     if rng_range is not None:
         a, c = rng_range
         rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
-        linear.append((rows[-1], "range", {"a": a, "b": c}))
+        calibratable.append((rows[-1], "range", {"a": a, "b": c}))
     if prof is not None:
-        _calibrate_linear(prof, linear, level)
+        _calibrate_rows(prof, calibratable, level)
     per_value = None if b is None else b.interval("p", level=level)
     return rows, per_value, prof.interval("p", level) if each else None, b
 
@@ -80,21 +81,21 @@ _DETECT_DRAWS = 7
 
 
 #: Where the mean's check finds the chi-square threshold fails, the likelihood-ratio intervals of the mean, the
-#: quantiles and the range are calibrated by simulation (:meth:`Profile.calibrated_interval`) where that is modelled at most
-#: :data:`_CHECK_SECONDS` each: this many draws at the check's measured time per draw (two ends, up to three rounds
-#: of 39: 3-6 s on randomized response over 100 values, where 2-3 rounds per end were measured).
+#: quantiles and the range are calibrated by simulation (:meth:`Profile.calibrated_interval`) where that is modelled
+#: at most :data:`_CHECK_SECONDS` each: this many draws at the check's measured time per draw (two ends, up to three
+#: rounds of 39: 3-6 s on randomized response over 100 values, where 2-3 rounds per end were measured).
 _CALIBRATED_DRAWS = 2 * 3 * 39
 
 
-def _calibrate_linear(prof, linear, level: float) -> None:
+def _calibrate_rows(prof, calibratable, level: float) -> None:
     """Replace the likelihood-ratio intervals of the mean, the quantiles and the range by calibrated ones where the
     mean's check says the chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why
     not)."""
-    check = linear[0][0].get("lr_check") or {}
+    check = calibratable[0][0].get("lr_check") or {}
     if not check.get("chi_square_fails"):
         return
     seconds = check["seconds_per_draw"] * _CALIBRATED_DRAWS
-    for row, key, kw in linear:
+    for row, key, kw in calibratable:
         if seconds > _CHECK_SECONDS:
             row["lr_calibrated"] = {"calibrated": False, "modelled_seconds": round(seconds, 3)}
             continue

@@ -196,14 +196,16 @@ class _Search:
         For ``h`` rescaled to ``[0, 1]`` (flipped to ``1 - h`` below the MLE's value) and a tilt ``beta``, every
         ``p`` with ``h^T p = t0`` has ``loglik(p) <= M(beta) + n log(1 - beta t0)`` (the module docstring of
         :mod:`.likelihood_ratio`): the least of these over the tilts tried bounds the profile from above, so
-        ``lo`` is rigorous up to the MLE's own certified gap.  The tilted fits' points on either side of ``t0``
-        mix into a point with ``h^T p = t0`` exactly, whose likelihood (concavity) bounds it from below:
-        ``hi``.  A secant search on ``log(h^T p_beta - h^T MLE)`` against ``log beta`` looks for the tilt whose
-        fit sits at ``t0``, until the bracket is within ``tol`` nats (at most :data:`_MAX_SOLVES` fits).
+        ``lo`` is a rigorous lower bound (the MLE's attained likelihood is below the maximum).  The tilted fits'
+        points on either side of ``t0`` mix into a point with ``h^T p = t0`` exactly, whose likelihood
+        (concavity) bounds the profile from below: ``hi``, an upper bound up to the MLE's certified gap.  A
+        secant search on ``log(h^T p_beta - h^T MLE)`` against ``log beta`` looks for the tilt whose fit sits at
+        ``t0``, until the bracket is within ``tol`` nats (at most :data:`_MAX_SOLVES` fits).
         ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``.  With ``point``, also
         the point of the bracket's lower bound (``h^T p = t0``; ``None`` where no fit reached ``t0``)."""
         h = np.asarray(h, dtype=float)
         h0, h1 = float(h.min()), float(h.max())
+
         def result(lo, hi, p=None):
             return (lo, hi, p) if point else (lo, hi)
 

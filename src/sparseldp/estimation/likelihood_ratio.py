@@ -234,14 +234,16 @@ class Profile(ReadOnlyArrays):
     def calibrated_interval(self, stat: str, level: float = 0.95, *, B: int = 39, rng=None, max_rounds: int = 8,
                             **kw):
         """The likelihood-ratio interval of a linear statistic or a quantile with its threshold calibrated by
-        simulation at each end, where the chi-square one fails (:attr:`Calibration.chi_square_fails`): a parametric bootstrap test
-        inversion (:mod:`._lr_calibration`).
+        simulation at each end, where the chi-square one fails (:attr:`Calibration.chi_square_fails`): a
+        parametric bootstrap test inversion (:mod:`._lr_calibration`).
 
         At each end ``t`` (from the chi-square one outwards), ``B`` report sets are drawn from the constrained MLE
         at ``t`` and the Monte Carlo critical value of their profile deficits at ``t`` replaces the threshold
         while it is larger (the end then moves out and the draws are repeated, at most ``max_rounds`` times per
         end).  Never narrower than :meth:`interval`.  Measured on randomized response (eps 3, 100 values, a
-        geometric truth): 10 of 10 coverage where the chi-square interval had 0, 5-8 s per statistic.
+        geometric truth, 5,000 reports): the mean's covered in 20 of 20 repetitions where the chi-square
+        interval's did in 0, at twice its width, 3.4 s each; where Wilks holds (the Laplace and Gaussian designs
+        on 100 values) 1.04-1.09 times its width (``benchmarks/study_lr_calibration.py interval``).
 
         Parameters
         ----------
