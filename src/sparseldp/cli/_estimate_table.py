@@ -4,6 +4,7 @@ lines), the output table (its format by extension, its bytes) and the summary ``
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from statistics import NormalDist
 
@@ -56,9 +57,9 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
     rows = [stat("mean", est.mean, "mean"), stat("variance", est.var, "var")]
     tag = "" if qmethod == "inverted_cdf" else f" ({qmethod})"
     rows += [stat(f"quantile {q:g}{tag}", est.quantile, "quantile", q=q, method=qmethod) for q in qs]
-    # the statistics whose LR intervals can be calibrated by simulation (all but the variance)
-    calibratable = [(rows[0], "mean", {})] + [(row, "quantile", {"q": q, "method": qmethod})
-                                              for row, q in zip(rows[2:], qs)]
+    # the statistics whose LR intervals are calibrated by simulation where the mean's check fails
+    calibratable = [(rows[0], "mean", {}), (rows[1], "var", {})] + [
+        (row, "quantile", {"q": q, "method": qmethod}) for row, q in zip(rows[2:], qs)]
     if rng_range is not None:
         a, c = rng_range
         rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
@@ -101,8 +102,9 @@ def _calibrate_rows(prof, calibratable, level: float) -> None:
             continue
         cal = prof.calibrated_interval(key, level, rng=0, **kw)
         row["lr_low"], row["lr_high"] = cal.low, cal.high
-        row["lr_calibrated"] = {"calibrated": True, "kappa_low": cal.kappa_low, "kappa_high": cal.kappa_high,
-                                "rounds": cal.rounds}
+        finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 - JSON has no inf
+        row["lr_calibrated"] = {"calibrated": True, "kappa_low": finite(cal.kappa_low),
+                                "kappa_high": finite(cal.kappa_high), "rounds": cal.rounds}
 
 
 def _outside(row) -> bool:
@@ -118,7 +120,6 @@ def _lr_check(prof, est, target, key: str, level: float, kw: dict, detect: bool,
     ``beyond_kappa`` of ``draws``, ``largest_draw``); with ``test``, whether the reports disfavour the estimate's
     value (sequential draws, at most the fewest that can reject at ``level``: ``disfavoured``, ``p_value``,
     ``test_draws``).  Not run where modelled above :data:`_CHECK_SECONDS`."""
-    import math
     import time
 
     from ..estimation.likelihood_ratio import modelled_seconds
@@ -186,6 +187,11 @@ def _lr_notes(rows, ruled_out, confidence) -> list:
     return notes
 
 
+def _nats(kappa) -> str:
+    """A calibrated threshold as printed: ``None`` (infinite: the end at the statistic's extreme) is ``inf``."""
+    return "inf" if kappa is None else f"{kappa:.1f}"
+
+
 def _calibrated_text(rows) -> str:
     """What the too-narrow warning adds about the intervals calibrated by simulation (or not, and why)."""
     done = [r for r in rows if r.get("lr_calibrated", {}).get("calibrated")]
@@ -193,8 +199,8 @@ def _calibrated_text(rows) -> str:
     text = ""
     if done:
         text += ("; calibrated by simulation instead (test inversion, thresholds in nats): " + ", ".join(
-            f"{r['statistic']} [{fmt(r['lr_low'], 6)}, {fmt(r['lr_high'], 6)}] at {r['lr_calibrated']['kappa_low']:.1f}"
-            f" / {r['lr_calibrated']['kappa_high']:.1f}" for r in done) + "; the variance's stays too narrow")
+            f"{r['statistic']} [{fmt(r['lr_low'], 6)}, {fmt(r['lr_high'], 6)}] at "
+            f"{_nats(r['lr_calibrated']['kappa_low'])} / {_nats(r['lr_calibrated']['kappa_high'])}" for r in done))
     if skipped:
         text += (f"; not calibrated ({', '.join(r['statistic'] for r in skipped)}: modelled at "
                  f"{skipped[0]['lr_calibrated']['modelled_seconds']:.0f} s each; "

@@ -30,7 +30,7 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   drawn from the estimate, each one's profile deficit at the estimate's mean; where they
   contradict ``chi^2_1 / 2`` (randomized response on many values with a concentrated truth) a warning
   says the LR intervals are too narrow for these reports (``lr_check`` of the mean's row in
-  ``--json``), and those of the mean, the quantiles and the ``--range`` are calibrated by simulation instead
+  ``--json``), and every statistic's (mean, variance, quantiles, ``--range``) is calibrated by simulation instead
   (:meth:`~sparseldp.estimation.Profile.calibrated_interval`, where modelled at most 60 s;
   ``lr_calibrated`` in ``--json``).  A statistic whose estimate falls outside its LR interval is checked the same way,
   draws stopping at the first that comes as far from its maximum: if none does, the reports disfavour

@@ -49,6 +49,9 @@ _WILKS_FAILS = 0.5 * NormalDist().inv_cdf(1.0 - 0.5e-4) ** 2  # chi^2_1's 1 - 1e
 # with 19 draws at 95 %, 6 or more (2.4e-4).  Both rules together: a false alarm in about 0.2 % of checks of 19 draws
 # where Wilks holds.
 _TAIL = 1e-3
+# A threshold (nats) that every distribution on the domain meets in practice: an infinite critical value's stand-in
+# for the searches.
+_ANY = 1e6
 
 
 @dataclass(frozen=True, eq=False)
@@ -252,7 +255,10 @@ def _calibrated_end(profile, end_at, level: float, B: int, gen, max_rounds: int)
         if crit <= 1.05 * kappa:
             break
         kappa = crit
-        t, h, value = end_at(kappa)
+        # a draw whose deficit no fit could bracket counts as infinite: the end goes to the statistic's extreme
+        t, h, value = end_at(min(kappa, _ANY))
+        if not math.isfinite(kappa):
+            break
     return t, kappa, rounds
 
 
@@ -260,25 +266,27 @@ def _calibrated_interval(profile, stat: str, level: float, B: int, rng, max_roun
     """:meth:`.likelihood_ratio.Profile.calibrated_interval`, its arguments checked."""
     from .stats import _check_quantile_method
 
-    if stat == "var":
-        raise ValueError("stat must be 'mean', 'cdf', 'range' or 'quantile' for a calibrated interval; got 'var' "
-                         "(its ends are bounded through many linear statistics; Profile.calibration checks it)")
     gen = simulation_generator(rng)
     search = profile._search
     h, _ = _linear(stat, profile.p, profile.values, kw)  # the checks of stat and its keywords
     if stat == "quantile":
         q = float(kw["q"])
         interp = _check_quantile_method(kw.get("method", "inverted_cdf")) == "interpolated"
-        v = profile.values.astype(float)
-        ends = {}
+    if stat in ("quantile", "var"):
+        ends = {}  # the ends at each threshold (one search gives both)
 
+        def both(kappa):
+            if kappa not in ends:
+                ends[kappa] = search.var_ends(kappa) if stat == "var" else search.quantile_ends(q, kappa, interp)
+            return ends[kappa]
+    if stat == "var":  # tested through E (X - c)^2 at the estimate's mean c (h from _linear), a proxy
         def end_at(upper):
-            def at(kappa):  # the quantile's end, and the CDF there equal to q
-                if kappa not in ends:
-                    ends[kappa] = search.quantile_ends(q, kappa, interp)
-                t = ends[kappa][1 if upper else 0]
-                return t, (v <= t).astype(float), q
-            return at
+            return lambda kappa: (t := both(kappa)[1 if upper else 0], h, t)
+    elif stat == "quantile":
+        v = profile.values.astype(float)
+
+        def end_at(upper):  # the quantile's end, and the CDF there equal to q
+            return lambda kappa: (t := both(kappa)[1 if upper else 0], (v <= t).astype(float), q)
     else:
         def end_at(upper):
             return lambda kappa: (t := search.side(h, search.loglik - kappa, upper), h, t)

@@ -233,7 +233,7 @@ class Profile(ReadOnlyArrays):
 
     def calibrated_interval(self, stat: str, level: float = 0.95, *, B: int = 39, rng=None, max_rounds: int = 8,
                             **kw):
-        """The likelihood-ratio interval of a linear statistic or a quantile with its threshold calibrated by
+        """The likelihood-ratio interval of a statistic (not every value's) with its threshold calibrated by
         simulation at each end, where the chi-square one fails (:attr:`Calibration.chi_square_fails`): a
         parametric bootstrap test inversion (:mod:`._lr_calibration`).
 
@@ -247,9 +247,11 @@ class Profile(ReadOnlyArrays):
 
         Parameters
         ----------
-        stat : {"mean", "cdf", "range", "quantile"}
+        stat : {"mean", "cdf", "range", "quantile", "var"}
             With ``x=``, ``a=, b=`` or ``q=`` (and ``method=``) (single numbers).  A quantile's end stands on the
-            hypothesis that the CDF at it is ``q``: that is what is tested at each end.
+            hypothesis that the CDF at it is ``q``: that is what is tested at each end.  The variance's ends are
+            tested through ``E (X - c)^2`` at the estimate's mean ``c`` (a proxy: the two differ by the squared
+            distance of the means).
         level : float in (0, 1)
         B : int >= 1
             Draws per round (the critical value is the ``ceil(level (B + 1))``-th smallest: 38th of 39 at 95 %).
