@@ -630,7 +630,7 @@ def test_estimate_checks_the_mean_by_simulation_and_stays_quiet_where_wilks_hold
     assert "lr_calibrated" not in json.loads(out)["statistics"][0]
 
 
-def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_the_reports(d, capsys):
+def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_the_reports(d, capsys, monkeypatch):
     # randomized response on 100 values, a concentrated truth: the MLE spreads small masses over the empty
     # values, the chi-square intervals miss the true mean, and simulation from the estimate shows why
     from sparseldp.spec import save_spec, spec_from_channel
@@ -640,6 +640,8 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     gen = np.random.default_rng(0)
     x = np.minimum(gen.geometric(0.1, 5000) - 1, 99)
     (d / "rr.csv").write_text("y\n" + "\n".join(map(str, sample(mech, x, rng=gen))) + "\n")
+    # unasked, the calibration runs within a time budget (a clock: set here so that every statistic fits)
+    monkeypatch.setattr(estimate_cli, "_AUTO_CALIBRATE_SECONDS", 1e9)
     rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
                        "--profile", "-o", d / "rr_est.csv", "--json")
     assert rc == 0, err
@@ -668,6 +670,26 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
                        "--no-profile", "-o", d / "rr_est2.csv")
     assert rc == 0 and "where g inverts the channel" in out and "papers' unbiased" not in out
+    # a budget no statistic fits: none calibrated, and the warning says how to ask; --calibrate ignores it
+    monkeypatch.setattr(estimate_cli, "_AUTO_CALIBRATE_SECONDS", 0.0)
+    rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
+                       "-o", d / "rr_est5.csv", "--json")
+    rows = json.loads(out)["statistics"]
+    assert rc == 0 and all(r["lr_calibrated"]["calibrated"] is False for r in rows) and "--calibrate or" in err
+    rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
+                       "--calibrate", "-o", d / "rr_est6.csv", "--json")
+    assert rc == 0 and all(r["lr_calibrated"]["calibrated"] for r in json.loads(out)["statistics"])
+    # --no-calibrate: the chi-square intervals, and the warning says how to ask
+    rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
+                       "--no-calibrate", "-o", d / "rr_est3.csv", "--json")
+    assert rc == 0 and "too narrow" in err and "--calibrate" in err
+    rows = json.loads(out)["statistics"]
+    assert rows[0]["lr_low"] == pytest.approx(chi_lo) and not any(r.get("lr_calibrated", {}).get("calibrated")
+                                                                    for r in rows)
+    # refused before any work: --calibrate needs the intervals --no-profile turns off
+    err = one_error(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--no-profile", "--calibrate",
+                    "-o", d / "rr_est4.csv")
+    assert "--calibrate" in err and "--no-profile" in err and not (d / "rr_est4.csv").exists()
 
 
 def test_estimate_profile_values_writes_each_values_interval_and_draws_it(d, capsys):

@@ -28,10 +28,11 @@ def _parse_quantiles(text: str) -> list[float]:
 
 
 def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_cdf", robust=False,
-                profiled=False, each=False):
+                profiled=False, each=False, calibrate=None, auto_seconds=0.0):
     """Derived statistics with bootstrap intervals (and with ``profiled`` the likelihood-ratio ones, columns
-    ``lr_low, lr_high``): ``(rows, per-value bootstrap intervals or None, per-value likelihood-ratio intervals
-    (with ``each``) or None, the Bootstrap or None)``."""
+    ``lr_low, lr_high``, calibrated by simulation where the mean's check fails: ``calibrate`` true, or ``None``
+    and modelled at most ``auto_seconds`` in all): ``(rows, per-value bootstrap intervals or None, per-value
+    likelihood-ratio intervals (with ``each``) or None, the Bootstrap or None)``."""
     # seeded: the bootstrap only simulates on already privatized counts (no privacy role)
     b = est.bootstrap(target, B=B, rng=0, smooth=smooth if est.method == "ems" else None,
                       robust=robust) if B else None
@@ -64,8 +65,8 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
         a, c = rng_range
         rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
         calibratable.append((rows[-1], "range", {"a": a, "b": c}))
-    if prof is not None:
-        _calibrate_rows(prof, calibratable, level)
+    if prof is not None:  # --no-calibrate: no budget at all (the warning still says how to ask)
+        _calibrate_rows(prof, calibratable, level, None if calibrate else auto_seconds if calibrate is None else -1.0)
     per_value = None if b is None else b.interval("p", level=level)
     return rows, per_value, prof.interval("p", level) if each else None, b
 
@@ -81,30 +82,37 @@ _CHECK_SECONDS = 60.0
 _DETECT_DRAWS = 7
 
 
-#: Where the mean's check finds the chi-square threshold fails, the likelihood-ratio intervals of the mean, the
-#: quantiles and the range are calibrated by simulation (:meth:`Profile.calibrated_interval`) where that is modelled
-#: at most :data:`_CHECK_SECONDS` each: this many draws at the check's measured time per draw (two ends, up to three
-#: rounds of 39: 3-6 s on randomized response over 100 values, where 2-3 rounds per end were measured).
-_CALIBRATED_DRAWS = 2 * 3 * 39
+#: Where the mean's check finds the chi-square threshold fails, the statistics' likelihood-ratio intervals are
+#: calibrated by simulation (:meth:`Profile.calibrated_interval`); unasked, the first is modelled as this many draws
+#: at the check's time per draw (its draws come from the estimate, the calibration's from constrained MLEs, whose
+#: fits were faster: on randomized response over 100 values six statistics took 10.5 s, 141 draws' worth each at
+#: the check's 12 ms per draw), the others as the one before took.
+_CALIBRATED_DRAWS = 150
 
 
-def _calibrate_rows(prof, calibratable, level: float) -> None:
-    """Replace the likelihood-ratio intervals of the mean, the quantiles and the range by calibrated ones where the
-    mean's check says the chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why
-    not)."""
+def _calibrate_rows(prof, calibratable, level: float, budget) -> None:
+    """Replace the statistics' likelihood-ratio intervals by calibrated ones where the mean's check says the
+    chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why not).  ``None``: asked,
+    every statistic; else one after another while the time spent plus the last one's (the first's modelled from
+    the check's time per draw) stays within ``budget`` seconds."""
+    import time
+
     check = calibratable[0][0].get("lr_check") or {}
     if not check.get("chi_square_fails"):
         return
-    seconds = check["seconds_per_draw"] * _CALIBRATED_DRAWS
+    spent, last = 0.0, check["seconds_per_draw"] * _CALIBRATED_DRAWS
     for row, key, kw in calibratable:
-        if seconds > _CHECK_SECONDS:
-            row["lr_calibrated"] = {"calibrated": False, "modelled_seconds": round(seconds, 3)}
+        if budget is not None and spent + last > budget:
+            row["lr_calibrated"] = {"calibrated": False, "modelled_seconds": round(last, 3), "asked": False}
             continue
+        start = time.perf_counter()
         cal = prof.calibrated_interval(key, level, rng=0, **kw)
+        last = time.perf_counter() - start
+        spent += last
         row["lr_low"], row["lr_high"] = cal.low, cal.high
         finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 - JSON has no inf
         row["lr_calibrated"] = {"calibrated": True, "kappa_low": finite(cal.kappa_low),
-                                "kappa_high": finite(cal.kappa_high), "rounds": cal.rounds}
+                                "kappa_high": finite(cal.kappa_high), "rounds": cal.rounds, "seconds": round(last, 3)}
 
 
 def _outside(row) -> bool:
@@ -202,9 +210,9 @@ def _calibrated_text(rows) -> str:
             f"{r['statistic']} [{fmt(r['lr_low'], 6)}, {fmt(r['lr_high'], 6)}] at "
             f"{_nats(r['lr_calibrated']['kappa_low'])} / {_nats(r['lr_calibrated']['kappa_high'])}" for r in done))
     if skipped:
-        text += (f"; not calibrated ({', '.join(r['statistic'] for r in skipped)}: modelled at "
-                 f"{skipped[0]['lr_calibrated']['modelled_seconds']:.0f} s each; "
-                 "Profile.calibrated_interval in Python)")
+        info = skipped[-1]["lr_calibrated"]
+        text += (f"; not calibrated ({', '.join(r['statistic'] for r in skipped)}: about "
+                 f"{info['modelled_seconds']:.0f} s each; --calibrate or Profile.calibrated_interval in Python)")
     return text
 
 

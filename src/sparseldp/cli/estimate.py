@@ -30,10 +30,11 @@ r"""``sparseldp estimate``: the distribution and mean of the true values, from a
   drawn from the estimate, each one's profile deficit at the estimate's mean; where they
   contradict ``chi^2_1 / 2`` (randomized response on many values with a concentrated truth) a warning
   says the LR intervals are too narrow for these reports (``lr_check`` of the mean's row in
-  ``--json``), and every statistic's (mean, variance, quantiles, ``--range``) is calibrated by simulation instead
-  (:meth:`~sparseldp.estimation.Profile.calibrated_interval`, where modelled at most 60 s;
-  ``lr_calibrated`` in ``--json``).  A statistic whose estimate falls outside its LR interval is checked the same way,
-  draws stopping at the first that comes as far from its maximum: if none does, the reports disfavour
+  ``--json``), and every statistic's (mean, variance, quantiles, ``--range``) is calibrated by
+  simulation instead (:meth:`~sparseldp.estimation.Profile.calibrated_interval`; ``lr_calibrated``
+  in ``--json``): unasked one after another within 15 s, all with ``--calibrate``, none with
+  ``--no-calibrate``.  A statistic whose estimate falls outside its LR interval is checked the same
+  way, draws stopping at the first that comes as far from its maximum: if none does, the reports disfavour
   it at that level (usually a regularized estimate that smoothed away atoms or heaps), a warning on
   stderr and ``ruled_out`` in ``--json``; if one does, a note says chance (or the warning above).
 * ``--profile-values`` (implies ``--profile``): also each value's likelihood-ratio interval, as
@@ -116,6 +117,10 @@ __all__ = ["estimate_command"]
 #: 19.0 s (3.9 / 6.5 / 18.9).  The rule before (on for at most 200 values) left them off on domains where they
 #: cost a few seconds, and those are where a wide kernel's bootstrap intervals miss.
 _AUTO_PROFILE_SECONDS = 10.0
+#: Unasked (``--calibrate``'s default), LR intervals are calibrated one after another within this many seconds in all
+#: (``_estimate_table._calibrate_rows``).  All calibrated, randomized response at eps 3 (2026-12-01, beside a
+#: benchmark): 100 values, six statistics: 1.4 s -> 12.7 s; 400 values, five: 8.8-9.9 s -> 26.5-30.0 s.
+_AUTO_CALIBRATE_SECONDS = 15.0
 
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
 _MEAN_METHODS = {
@@ -189,6 +194,13 @@ def estimate_command(
                                  f"where it is modelled at most {_AUTO_PROFILE_SECONDS:g} s and --profile is "
                                  "on).  Two searches per value: 1-2 s on 100 values, 10-20 s on 300, 3 min on "
                                  "1,000.")] = False,
+    calibrate: Annotated[Optional[bool], typer.Option(
+        "--calibrate/--no-calibrate", help="Where the simulation check says the likelihood-ratio intervals' "
+                                           "chi-square threshold fails for these reports, calibrate them by "
+                                           "simulation (a test inversion, 39 draws per round at each end; implies "
+                                           "--profile).  Default: one statistic after another while the time "
+                                           f"stays within {_AUTO_CALIBRATE_SECONDS:g} s.",
+        show_default=False)] = None,
     engine: Annotated[str, typer.Option(
         "--engine", help="local (one process, streamed) or spark (count the reports with Spark; input: Parquet "
                          "file, directory or glob; needs the spark extra).")] = "local",
@@ -229,6 +241,11 @@ def estimate_command(
     if profile is False and profile_values:
         raise ValueError("--profile-values adds each value's likelihood-ratio interval to the statistics', which "
                          "--no-profile turns off; give one of them")
+    if profile is False and calibrate:
+        raise ValueError("--calibrate calibrates the likelihood-ratio intervals, which --no-profile turns off; give "
+                         "one of them")
+    if calibrate:
+        profile = asked_profile = True
     if (truth is not None or truth_column is not None) and plot is None:
         raise ValueError("--truth and --truth-column draw the true histogram into --plot; give --plot FILE")
     if truth_column is not None and truth is None:
@@ -295,7 +312,8 @@ def estimate_command(
             label += f", each value's for the plot (modelled at {value_seconds:.1f} s)"
         with stage(label):
             stats_rows, per_value, lr_value, booted = _statistics(est, target, qs, rng_range, boot, smooth, confidence,
-                                                          quantile_method, robust, profile, plot_values)
+                                                          quantile_method, robust, profile, plot_values,
+                                                          calibrate, _AUTO_CALIBRATE_SECONDS)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
             raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
