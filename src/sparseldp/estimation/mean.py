@@ -178,7 +178,13 @@ def estimate_mean(reports, mechanism, *, domain=None, confidence=0.95, counts=Fa
       empty ones, and its mean is biased by several standard errors
       (randomized response at eps 3 on 0..99, a geometric truth of mean 9,
       5,000 reports: bias 6.4 against a standard error of 2.7, 10 of 40
-      intervals covering; the inversion's 37 of 40).
+      intervals covering; the inversion's 37 of 40).  The price, on a weak
+      square channel (its inversion unique) against an interior truth:
+      randomized response at eps 1 on 0..99, a bimodal truth, 2 x 10^4
+      reports, RMSE 12.5 against the MLE mean's 4.6; a Hausman test of the
+      MLE mean against the inversion was tried and cannot tell the two cases
+      apart (the MLE's Fisher standard error equals the inversion's on a
+      square channel: 12.1 there, where the MLE's actual spread is 4.6).
     * **biased channel, no useful inversion**: the estimate is
       the mean ``sum_x x p̂_x`` of the EM estimate :func:`estimate_frequencies`
       (same ``tol``, ``max_iter``).  Its standard error is the delta method with
