@@ -208,7 +208,8 @@ def _calibrated_text(rows) -> str:
     if done:
         text += ("; calibrated by simulation instead (test inversion, thresholds in nats): " + ", ".join(
             f"{r['statistic']} [{fmt(r['lr_low'], 6)}, {fmt(r['lr_high'], 6)}] at "
-            f"{_nats(r['lr_calibrated']['kappa_low'])} / {_nats(r['lr_calibrated']['kappa_high'])}" for r in done))
+            f"{_nats(r['lr_calibrated']['kappa_low'])} / {_nats(r['lr_calibrated']['kappa_high'])}" for r in done)
+                 + " (each value's, --profile-values and the plot's outline, are not)")
     if skipped:
         info = skipped[-1]["lr_calibrated"]
         text += (f"; not calibrated ({', '.join(r['statistic'] for r in skipped)}: about "
