@@ -180,12 +180,14 @@ def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, 
     deficit = search.deficit(h, t0)[0]
     q = np.maximum(np.asarray(model.unscaled().T @ profile.p).ravel(), 0.0)
     q /= q.sum()
+    kappa = 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2
+    settle = (deficit, kappa, _WILKS_FAILS)  # exceedances, beyond, chi_square_fails
     draws, lows = [], []
     with search.blas():
         for _ in range(B):
             counts = gen.multinomial(profile.n, q).astype(float)
             draw = _search_of(model, counts, profile.values, search._tol, search._max_iter)
-            lo, hi = draw.deficit(h, t0)
+            lo, hi = draw.deficit(h, t0, decide=settle)  # brackets that settle every comparison made below
             draws.append(max(hi, lo))
             lows.append(lo)
             if sequential and draws[-1] >= deficit:

@@ -190,7 +190,7 @@ class _Search:
                 pool.append(tally.point)
         return tally.value
 
-    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False):
+    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False, decide=()):
         """``(lo, hi)``: brackets of the profile deficit ``loglik(MLE) - max {loglik(p) : h^T p = t0}`` (nats).
 
         For ``h`` rescaled to ``[0, 1]`` (flipped to ``1 - h`` below the MLE's value) and a tilt ``beta``, every
@@ -202,7 +202,9 @@ class _Search:
         secant search on ``log(h^T p_beta - h^T MLE)`` against ``log beta`` looks for the tilt whose fit sits at
         ``t0``, until the bracket is within ``tol`` nats (at most :data:`_MAX_SOLVES` fits).
         ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``.  With ``point``, also
-        the point of the bracket's lower bound (``h^T p = t0``; ``None`` where no fit reached ``t0``)."""
+        the point of the bracket's lower bound (``h^T p = t0``; ``None`` where no fit reached ``t0``).  With
+        ``decide`` (thresholds, nats), the search also stops once none of them lies inside the bracket: the
+        comparisons a caller makes with them are then settled (``Profile.calibration``'s draws)."""
         h = np.asarray(h, dtype=float)
         h0, h1 = float(h.min()), float(h.max())
 
@@ -249,7 +251,7 @@ class _Search:
                 ll_mix = self._loglik(mix)
                 if ll_mix > lower:
                     lower, best = ll_mix, mix
-            if upper - lower <= tol:
+            if upper - lower <= tol or (decide and not any(L - upper < th < L - lower for th in decide)):
                 break
             d = max(tp - th0, 1e-300)
             slope = 1.0
