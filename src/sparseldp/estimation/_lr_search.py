@@ -190,7 +190,7 @@ class _Search:
                 pool.append(tally.point)
         return tally.value
 
-    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False, decide=()):
+    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False, decide=(), memo=None):
         """``(lo, hi)``: brackets of the profile deficit ``loglik(MLE) - max {loglik(p) : h^T p = t0}`` (nats).
 
         For ``h`` rescaled to ``[0, 1]`` (flipped to ``1 - h`` below the MLE's value) and a tilt ``beta``, every
@@ -204,7 +204,9 @@ class _Search:
         ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``.  With ``point``, also
         the point of the bracket's lower bound (``h^T p = t0``; ``None`` where no fit reached ``t0``).  With
         ``decide`` (thresholds, nats), the search also stops once none of them lies inside the bracket: the
-        comparisons a caller makes with them are then settled (``Profile.calibration``'s draws)."""
+        comparisons a caller makes with them are then settled (``Profile.calibration``'s draws).  ``memo`` (a
+        dict) carries the tilt the search ended at (key ``"u"``, per side of the MLE's value) to the next call:
+        the draws' searches at the same value start where the last one ended."""
         h = np.asarray(h, dtype=float)
         h0, h1 = float(h.min()), float(h.max())
 
@@ -217,6 +219,7 @@ class _Search:
             return result(0.0, 0.0, self.mle)
         g, t = (h - h0) / (h1 - h0), (t0 - h0) / (h1 - h0)
         th0 = float(g @ self.mle)
+        side = "u_low" if t < th0 else "u_high"
         if t < th0:
             g, t, th0 = 1.0 - g, 1.0 - t, 1.0 - th0
         if t <= th0:
@@ -227,6 +230,8 @@ class _Search:
         lower, best = -math.inf, None
         u = math.log(min(0.5, max(1e-12, (t - th0) / max(th0 * (1.0 - th0), 1.0 / n))))  # the naive shift's tilt
         u_max = math.log1p(-_BETA_GAP)
+        if memo is not None and memo.get(side) is not None:
+            u = min(memo[side], u_max)
         lo_u = hi_u = prev = None
         starts, warm = {}, self.mle
         for _ in range(_MAX_SOLVES):
@@ -265,6 +270,8 @@ class _Search:
             if u_new == u or (hi_u is not None and lo_u is not None and hi_u - lo_u < 1e-12):
                 break
             u = u_new
+        if memo is not None:
+            memo[side] = u
         return result(max(L - upper, 0.0), L - lower, best)
 
     def side(self, h, L0, upper: bool, memo=None) -> float:
