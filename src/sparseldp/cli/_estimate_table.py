@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from statistics import NormalDist
 
 import numpy as np
 
@@ -49,10 +48,10 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
             row["lr_low"], row["lr_high"] = float(lo), float(hi)
             # simulation from the estimate: the mean's always (does Wilks' calibration hold for these reports?),
             # the others' where the reports seem to disfavour the estimate's value (until a draw comes as far)
-            if key == "mean" or _outside(row):
+            outside = _outside(row)
+            if key == "mean" or outside:
                 kw.pop("method", None)
-                row["lr_check"] = _lr_check(prof, est, target, key, level, kw, detect=key == "mean",
-                                            test=_outside(row))
+                row["lr_check"] = _lr_check(prof, est, target, key, level, kw, detect=key == "mean", test=outside)
         return row
 
     rows = [stat("mean", est.mean, "mean"), stat("variance", est.var, "var")]
@@ -110,9 +109,13 @@ def _calibrate_rows(prof, calibratable, level: float, budget) -> None:
         last = time.perf_counter() - start
         spent += last
         row["lr_low"], row["lr_high"] = cal.low, cal.high
-        finite = lambda x: x if math.isfinite(x) else None  # noqa: E731 - JSON has no inf
-        row["lr_calibrated"] = {"calibrated": True, "kappa_low": finite(cal.kappa_low),
-                                "kappa_high": finite(cal.kappa_high), "rounds": cal.rounds, "seconds": round(last, 3)}
+        row["lr_calibrated"] = {"calibrated": True, "kappa_low": _finite(cal.kappa_low),
+                                "kappa_high": _finite(cal.kappa_high), "rounds": cal.rounds, "seconds": round(last, 3)}
+
+
+def _finite(x):
+    """A float for ``--json``, which has no infinity: ``None`` for one."""
+    return float(x) if math.isfinite(x) else None
 
 
 def _outside(row) -> bool:
@@ -130,28 +133,28 @@ def _lr_check(prof, est, target, key: str, level: float, kw: dict, detect: bool,
     ``test_draws``).  Not run where modelled above :data:`_CHECK_SECONDS`."""
     import time
 
+    from ..estimation._lr_search import kappa_of
     from ..estimation.likelihood_ratio import modelled_seconds
 
     B = max(1, math.ceil(1.0 / (1.0 - level) - 1e-9) - 1)
     seconds = (_DETECT_DRAWS * detect + B * test) * modelled_seconds(est, target, [key])
     if seconds > _CHECK_SECONDS:
         return {"checked": False, "modelled_seconds": round(seconds, 3)}
-    finite = lambda x: float(x) if math.isfinite(x) else None  # noqa: E731 - JSON has no inf
-    out = {"checked": True, "kappa": 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2, "disfavoured": None,
+    out = {"checked": True, "kappa": kappa_of(level), "disfavoured": None,
            "chi_square_fails": None}
     if detect:
         start = time.perf_counter()
         cal = prof.calibration(key, level, B=_DETECT_DRAWS, rng=0, **kw)
-        out.update(draws=int(cal.draws.size), beyond_kappa=cal.beyond, largest_draw=finite(cal.draws_low.max()),
-                   chi_square_fails=cal.chi_square_fails, deficit=finite(cal.deficit),
+        out.update(draws=int(cal.draws.size), beyond_kappa=cal.beyond, largest_draw=_finite(cal.draws_low.max()),
+                   chi_square_fails=cal.chi_square_fails, deficit=_finite(cal.deficit),
                    seconds_per_draw=round((time.perf_counter() - start) / cal.draws.size, 4))
     if test:
         cal = prof.calibration(key, level, B=B, rng=1, sequential=True, **kw)
-        out.update(B=B, test_draws=int(cal.draws.size), deficit=finite(cal.deficit), p_value=cal.p_value,
+        out.update(B=B, test_draws=int(cal.draws.size), deficit=_finite(cal.deficit), p_value=cal.p_value,
                    disfavoured=cal.disfavoured)
         if not detect:  # the sequential draws say what they can about the threshold too
             out.update(chi_square_fails=cal.chi_square_fails, beyond_kappa=cal.beyond, draws=int(cal.draws.size),
-                       largest_draw=finite(cal.draws_low.max()))
+                       largest_draw=_finite(cal.draws_low.max()))
     return out
 
 

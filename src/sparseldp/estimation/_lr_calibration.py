@@ -42,6 +42,7 @@ from statistics import NormalDist
 
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._rng import simulation_generator
+from ._lr_search import kappa_of
 
 # A draw whose deficit exceeds this many nats would happen once in 10^4 draws were Wilks' chi^2_1 / 2 the law
 # (7.57 nats): one such draw says the calibration fails for these reports.
@@ -103,7 +104,7 @@ class Calibration(ReadOnlyArrays):
     @property
     def kappa(self) -> float:
         """The chi-square threshold the likelihood-ratio interval uses: ``chi^2_1(level) / 2`` nats."""
-        return 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * self.level) ** 2
+        return kappa_of(self.level)
 
     @property
     def exceedances(self) -> int:
@@ -176,25 +177,35 @@ def _linear(stat: str, p: np.ndarray, values: np.ndarray, kw: dict):
     return h, float(p @ h)
 
 
-def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, kw: dict) -> Calibration:
-    """:meth:`.likelihood_ratio.Profile.calibration`, its arguments checked."""
+def _output_distribution(model, p) -> np.ndarray:
+    """The reports' distribution (the model's outputs) when the true values follow ``p``."""
+    q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
+    return q / q.sum()
+
+
+def _draw_deficit(profile, q, h, value: float, gen, **kw):
+    """One report set drawn from ``q`` (``profile.n`` reports): the bracket of its profile deficit at
+    ``h^T p = value`` (``kw``: :meth:`._lr_search._Search.deficit`'s), its own MLE fitted first."""
     from .likelihood_ratio import _search_of
 
+    search = profile._search
+    counts = gen.multinomial(profile.n, q).astype(float)
+    return _search_of(profile._model, counts, profile.values, search._tol, search._max_iter).deficit(h, value, **kw)
+
+
+def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, kw: dict) -> Calibration:
+    """:meth:`.likelihood_ratio.Profile.calibration`, its arguments checked."""
     gen = simulation_generator(rng)
     h, t0 = _linear(stat, profile.p, profile.values, kw)
-    search, model = profile._search, profile._model
+    search = profile._search
     memo = {}  # each search starts at the tilt where the last one ended (the draws' are near the reports')
     deficit = search.deficit(h, t0, tol=_OBSERVED_TOL, memo=memo)[0]
-    q = np.maximum(np.asarray(model.unscaled().T @ profile.p).ravel(), 0.0)
-    q /= q.sum()
-    kappa = 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2
-    settle = (deficit, kappa, _WILKS_FAILS)  # exceedances, beyond, chi_square_fails
+    q = _output_distribution(profile._model, profile.p)
+    settle = (deficit, kappa_of(level), _WILKS_FAILS)  # exceedances, beyond, chi_square_fails
     draws, lows = [], []
     with search.blas():
         for _ in range(B):
-            counts = gen.multinomial(profile.n, q).astype(float)
-            draw = _search_of(model, counts, profile.values, search._tol, search._max_iter)
-            lo, hi = draw.deficit(h, t0, decide=settle, memo=memo)  # brackets settling every comparison below
+            lo, hi = _draw_deficit(profile, q, h, t0, gen, decide=settle, memo=memo)  # settling each comparison
             draws.append(max(hi, lo))
             lows.append(lo)
             if sequential and draws[-1] >= deficit:
@@ -245,21 +256,17 @@ def _calibrated_end(profile, end_at, level: float, B: int, gen, max_rounds: int)
     the threshold the end sits at (by 5 % or more), move the end out to ``end_at(kappa')`` and draw again.  Stops
     at the first end whose own draws do not exceed its threshold: its test rejects it at about ``level`` or
     accepts it barely, so it is at or beyond the end of the inverted test."""
-    from .likelihood_ratio import _search_of
-
-    search, model = profile._search, profile._model
-    kappa0 = 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2
+    search = profile._search
+    kappa0 = kappa_of(level)
     kappa, rounds = kappa0, 0
     t, h, value = end_at(kappa)
     for _ in range(max_rounds):
         _, _, p = search.deficit(h, value, point=True)
         if p is None:  # the end is the statistic's extreme: nothing further out
             break
-        q = np.maximum(np.asarray(model.unscaled().T @ p).ravel(), 0.0)
-        q /= q.sum()
+        q = _output_distribution(profile._model, p)
         memo = {}  # the draws' searches at one value start where the last one ended
-        draws = np.array([_search_of(model, gen.multinomial(profile.n, q).astype(float), profile.values, search._tol,
-                                     search._max_iter).deficit(h, value, memo=memo)[1] for _ in range(B)])
+        draws = np.array([_draw_deficit(profile, q, h, value, gen, memo=memo)[1] for _ in range(B)])
         rounds += 1
         crit = max(_critical(draws, level), kappa0)
         if crit <= 1.05 * kappa:

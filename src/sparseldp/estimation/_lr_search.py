@@ -10,6 +10,7 @@ statistic and of a quantile.  The bound, the search and what they cost are in th
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +40,11 @@ _CELL_STEPS = 8
 # Within one end's search, a warm-started tilted fit gets at most this many times the iterations the search's
 # first fit (from the uniform start) took; one that needs more turns the search's later fits to cold starts.
 _WARM_CAP = 1.5
+
+
+def kappa_of(level: float) -> float:
+    """The likelihood-ratio interval's chi-square threshold at ``level``: ``chi^2_1(level) / 2`` nats."""
+    return 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2
 
 
 class _Search:

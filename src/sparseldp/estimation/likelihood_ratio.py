@@ -87,7 +87,6 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
 import numpy as np
 
@@ -95,7 +94,7 @@ from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
 from ._ipm import _band_width, _low_rank_of, _model_seconds
 from ._lr_calibration import CalibratedInterval, Calibration
-from ._lr_search import _Search
+from ._lr_search import _Search, kappa_of
 from .mle import _certificate
 from .model import checked_counts, mechanism_of, model_for
 from .replicates import _check_level
@@ -167,9 +166,8 @@ class Profile(ReadOnlyArrays):
         if kind is not None and kind != "profile":
             raise ValueError(f"kind must be None or 'profile' for a Profile; got {kind!r}")
         _evaluate(stat, self.p, self.values, kw)  # the checks of stat and its keywords
-        z = NormalDist().inv_cdf(0.5 + 0.5 * level)
         with self._search.blas():  # small channels: BLAS in one thread (_parallel.small_blas)
-            return self._ends(stat, 0.5 * z * z, kw)
+            return self._ends(stat, kappa_of(level), kw)
 
     def _ends(self, stat: str, kappa: float, kw: dict):
         """:meth:`interval`'s ends, its arguments checked (``kappa``: the nats below the maximum)."""
