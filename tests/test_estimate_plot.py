@@ -193,7 +193,7 @@ def test_the_likelihood_ratio_interval_is_an_outline_beside_the_band(saved, valu
     else:  # an unfilled line at each end, in the interval's own colour
         from matplotlib.colors import to_hex
 
-        from sparseldp.figures import _C_LR
+        from sparseldp.figures.estimate import _C_LR
 
         lines = [a for a in ax.get_children() if isinstance(a, StepPatch) and not a.get_fill()
                  and to_hex(a.get_edgecolor()) == _C_LR]
@@ -204,3 +204,35 @@ def test_the_likelihood_ratio_interval_is_an_outline_beside_the_band(saved, valu
         render_estimate(values, p, lr=p)
     with pytest.raises(ValueError, match="lr high must have one entry per value"):
         render_estimate(values, p, lr=(p, p[:2]))
+
+
+@pytest.mark.parametrize("values", [AGES, np.arange(1, 6)])  # steps and bars
+def test_a_likelihood_ratio_outline_far_above_the_estimate_gets_a_panel_of_its_own(saved, values):
+    p = BIMODAL if values.size == AGES.size else np.full(values.size, 1 / values.size)
+    high = 5.0 * p + 0.05  # far above: on one scale the estimate would fill a sixth of the axes
+    render_estimate(values, p, ci=(0.9 * p, 1.1 * p), lr=(0.0 * p, high), true_p=p, mean=_mean(float(p @ values), 0.5),
+                    lr_label="95% likelihood-ratio interval per value")
+    (fig,) = saved
+    assert len(fig.axes) == 2
+    top, below = fig.axes
+    assert top.get_ylim()[1] < 2.0 * float(1.1 * p.max())  # the estimate keeps its scale
+    assert below.get_ylim()[1] >= float(high.max())
+    assert below.get_shared_x_axes().joined(top, below)
+    assert "95% likelihood-ratio interval per value (below)" in _legend_texts(fig)
+    assert below.get_xlabel() and not top.get_xlabel()
+    from matplotlib.colors import to_hex
+
+    from sparseldp.figures.estimate import _C_LR
+
+    if values.size <= 40:
+        assert not [c for c in top.containers if isinstance(c, ErrorbarContainer)
+                    and to_hex(c.lines[2][0].get_color()[0]) == _C_LR]
+        assert any(isinstance(c, ErrorbarContainer) for c in below.containers)
+    else:
+        def outlines(ax):
+            return [a for a in ax.get_children() if isinstance(a, StepPatch) and not a.get_fill()
+                    and to_hex(a.get_edgecolor()) == _C_LR]
+        assert len(outlines(below)) == 2 and not outlines(top)
+    # just under the threshold: one panel, scaled to the outline
+    render_estimate(values, p, ci=(0.9 * p, 1.1 * p), lr=(0.0 * p, 1.9 * 1.1 * p))
+    assert len(saved[-1].axes) == 1
