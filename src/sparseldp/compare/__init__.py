@@ -60,6 +60,7 @@ from ..design.finite import _check_prior, _check_target
 from ..errors import InfeasibleError
 from ..estimation import METHODS as _METHODS, ConvergenceWarning, estimate_frequencies_full
 from .calibration import SPARSE, TooLargeError, calibrate_family
+from ..estimation._information import INVERSION_METHOD
 from .metrics import distortion, distribution_errors, exact_rmse, unbiased_mean_estimator, report_counts, \
     simulate_counts
 from .populations import SHAPES, default_population, population_shape
@@ -284,7 +285,7 @@ def _measure(name, label, cal, domain, values, truths, truth_p, weights, n, entr
     r1, r2 = distortion(ch, weights, domain)
     linear = unbiased_mean_estimator(ch, domain)
     half_range = 0.5 * (domain[1] - domain[0])
-    if linear is not None and linear[2].endswith("inversion)") and not exact_rmse(linear[1], weights, n) < half_range:
+    if linear is not None and linear[2] == INVERSION_METHOD and not exact_rmse(linear[1], weights, n) < half_range:
         linear = None  # as estimate_mean: the EM estimate's mean where the inversion is no better than the range
     errs, errs_ems, mean_sq, em_sq = [], [], [], []
     converged = True

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..baselines import UNBIASED_FAMILIES, report_estimates
 from ..estimation import ReportCounts
+from ..estimation._information import INVERSION_METHOD
 from ..estimation.stats import distance, quantile
 
 __all__ = ["report_values", "distortion", "unbiased_mean_estimator", "simulate_counts", "report_counts",
@@ -88,7 +89,7 @@ def unbiased_mean_estimator(channel, domain):
         bias = (m @ y)[order] - channel.inputs[order].astype(float)
         span = max(float(y.max() - y.min()), 1.0)
         if np.abs(bias).max() > _UNBIASED_RTOL * span:
-            v, method = _inversion_values(channel, domain), "unbiased (channel inversion)"
+            v, method = _inversion_values(channel, domain), INVERSION_METHOD
             if v is None:
                 return None
         else:
@@ -105,7 +106,7 @@ def _inversion_values(channel, domain):
     """The channel's unbiased linear estimate per output label (column order), as :func:`sparseldp.estimate_mean`
     takes it for a biased channel (``estimation._information._inversion_weights``), or ``None``."""
     from ..estimation._information import _inversion_weights
-    from ..estimation.model import _model
+    from ..estimation.model import _model, channel_columns
 
     a, b = domain
     model = _model(channel, domain)
@@ -113,10 +114,8 @@ def _inversion_values(channel, domain):
     g = _inversion_weights(model, (np.arange(a, b + 1) - center).astype(float))
     if g is None:
         return None
-    outs = np.asarray(channel.outputs)
-    order = np.argsort(outs, kind="stable")
-    v = np.full(outs.size, float(center))  # a label no input in the domain reaches is never reported
-    v[order[np.searchsorted(outs[order], model.outputs)]] = g + center
+    v = np.full(len(channel.outputs), float(center))  # a label no input in the domain reaches is never reported
+    v[channel_columns(channel, model)] = g + center
     return v
 
 

@@ -27,6 +27,8 @@ _PERMC = "NATURAL"
 # The channel inversion (_inversion_weights) is refused where its residual E[g(Y) | x] - u(x) exceeds this share
 # of u's range: the channel does not identify the statistic linearly to working precision.
 _INVERSION_RESIDUAL = 1e-9
+# The method label of a mean by the channel's inversion (estimate_mean; compare mirrors it).
+INVERSION_METHOD = "unbiased (channel inversion)"
 
 
 def _system(model: _Model, log_q: np.ndarray, u: np.ndarray):

@@ -25,9 +25,9 @@ from ..channel import SparseChannel, check_domain
 from ..core.kernels import GaussianKernel, LaplaceKernel
 from ..core.mechanisms import RadiusMechanism
 from .counts import _as_report_counts, _chunks
-from ._information import _fisher_stderr, _inversion_weights
+from ._information import INVERSION_METHOD, _fisher_stderr, _inversion_weights
 from .frequencies import _check_tol, _fit
-from .model import _Model, _model
+from .model import _Model, _model, channel_columns
 
 # Rule of three: after n reports all equal to one value, 3/n is a 95% upper
 # confidence bound on the share of the others (exactly, 1 - 0.05^(1/n) <= 3/n).
@@ -275,7 +275,7 @@ def _em_mean(model: _Model, c_all: np.ndarray, n_f: float, center: int, tol, max
         floor = float(np.min(np.asarray(model.unscaled() @ (g * g)).ravel() - x * x))  # min_x Var[g(Y) | x]
         se = math.sqrt(max(var, floor, 0.0) / n_f)
         if se < se_range:
-            return _with_ci(center + m1, se, lo, hi, confidence, "unbiased (channel inversion)", n)
+            return _with_ci(center + m1, se, lo, hi, confidence, INVERSION_METHOD, n)
     est = _fit(model, c_all, "em", tol, max_iter)
     m1 = float(est.p @ x)
     se = _fisher_stderr(model, est.p, x - m1, n_f)
@@ -316,9 +316,7 @@ def _papers_estimator(mechanism, model: _Model):
     if not isinstance(mechanism, SparseChannel) or mechanism.family not in UNBIASED_FAMILIES:
         return None
     est = report_estimates(mechanism)  # per column of the channel
-    outs = np.asarray(mechanism.outputs)
-    order = np.argsort(outs, kind="stable")
-    cols = order[np.searchsorted(outs[order], model.outputs)]  # the model's outputs are the channel's
+    cols = channel_columns(mechanism, model)
     inputs = np.asarray(mechanism.inputs)
     rows = (inputs >= model.lo) & (inputs <= model.hi)
     # from the channel matrix, O(nnz): the O(k) closed_form_variance is no substitute, its Duchi term

@@ -356,6 +356,14 @@ class _Model:
 _EXACT_INT = 2**53
 
 
+def channel_columns(channel, model: _Model) -> np.ndarray:
+    """The column of ``channel`` (a :class:`~sparseldp.channel.SparseChannel`) of each of ``model``'s outputs
+    (the model of that channel on a domain: its outputs are some of the channel's labels)."""
+    outs = np.asarray(channel.outputs)
+    order = np.argsort(outs, kind="stable")
+    return order[np.searchsorted(outs[order], model.outputs)]
+
+
 def check_exact_domain(domain) -> tuple[int, int]:
     """:func:`~sparseldp.channel.check_domain`, and both bounds within ``[-2^53, 2^53]``."""
     lo, hi = check_domain(domain)
