@@ -262,3 +262,25 @@ def test_calibrated_interval_bad_input_gets_a_clear_error(call, exc, words):
         call(est.profile())
     for word in words:
         assert word in str(info.value)
+
+
+def test_a_second_check_of_the_same_statistic_reuses_the_reports_deficit(monkeypatch):
+    # the CLI checks the mean (7 draws), then tests it (sequential draws): the reports' own deficit is searched once
+    from sparseldp.estimation._lr_calibration import _OBSERVED_TOL
+
+    gen = np.random.default_rng(4)
+    x = gen.choice([3, 7], size=5000, p=[0.6, 0.4])
+    mech = SparseLaplace(lam=0.5, s=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = estimate_frequencies(sample(mech, x, rng=5), mech, domain=(0, 9), method="ems", return_info=True)
+    prof = est.profile(mech)
+    observed = []
+    search = prof._search
+    deficit = search.deficit
+    monkeypatch.setattr(search, "deficit", lambda *a, **kw: observed.append(kw.get("tol")) or deficit(*a, **kw))
+    first = prof.calibration("range", a=3, b=3, B=3, rng=1)
+    second = prof.calibration("range", a=3, b=3, B=3, rng=2, sequential=True)
+    other = prof.calibration("range", a=3, b=4, B=2, rng=1)
+    assert observed.count(_OBSERVED_TOL) == 2  # the first statistic's once, the other one's once
+    assert second.deficit == first.deficit and other.value != first.value

@@ -198,8 +198,13 @@ def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, 
     gen = simulation_generator(rng)
     h, t0 = _linear(stat, profile.p, profile.values, kw)
     search = profile._search
-    memo = {}  # each search starts at the tilt where the last one ended (the draws' are near the reports')
-    deficit = search.deficit(h, t0, tol=_OBSERVED_TOL, memo=memo)[0]
+    known = profile._deficits.get((h.tobytes(), t0))  # found by an earlier check of the same statistic
+    if known is None:
+        memo = {}  # each search starts at the tilt where the last one ended (the draws' are near the reports')
+        deficit = search.deficit(h, t0, tol=_OBSERVED_TOL, memo=memo)[0]
+        profile._deficits[(h.tobytes(), t0)] = (deficit, dict(memo))
+    else:
+        deficit, memo = known[0], dict(known[1])
     q = _output_distribution(profile._model, profile.p)
     settle = (deficit, kappa_of(level), _WILKS_FAILS)  # exceedances, beyond, chi_square_fails
     draws, lows = [], []

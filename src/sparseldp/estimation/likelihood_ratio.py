@@ -132,6 +132,9 @@ class Profile(ReadOnlyArrays):
     method: str = field(default="profile")
     _search: _Search = field(default=None, repr=False, compare=False)  # the ends (_lr_search)
     _model: object = field(default=None, repr=False, compare=False)  # the channel (draws of calibration())
+    # the reports' own deficits found by calibration(), by statistic and value: a second check of the same
+    # statistic (the CLI's routine check, then its test of the estimate) does not search them again
+    _deficits: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         for name in ("p", "values", "mle"):
