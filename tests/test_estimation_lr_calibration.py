@@ -151,15 +151,22 @@ def test_randomized_response_on_a_concentrated_truth_flags_the_calibration_and_c
         assert seq.p_value == pytest.approx(1.0 / seq.draws.size)
 
 
-def test_an_estimate_the_reports_rule_out_is_confirmed_by_every_draw():
-    # EMS smooths two atoms away: P(X = 3) estimated far below what the reports allow
-    gen = np.random.default_rng(2)
+def _two_atoms_smoothed(seed, sample_seed):
+    """The profile of EMS's estimate from 5,000 reports of two atoms (60% at 3, 40% at 7) under a narrow Laplace
+    window: EMS smooths the atoms away."""
+    gen = np.random.default_rng(seed)
     x = gen.choice([3, 7], size=5000, p=[0.6, 0.4])
     mech = SparseLaplace(lam=0.5, s=7)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = estimate_frequencies(sample(mech, x, rng=3), mech, domain=(0, 9), method="ems", return_info=True)
-    prof = est.profile(mech)
+        est = estimate_frequencies(sample(mech, x, rng=sample_seed), mech, domain=(0, 9), method="ems",
+                                   return_info=True)
+    return est.profile(mech)
+
+
+def test_an_estimate_the_reports_rule_out_is_confirmed_by_every_draw():
+    # EMS smooths two atoms away: P(X = 3) estimated far below what the reports allow
+    prof = _two_atoms_smoothed(2, 3)
     full = prof.calibration("range", a=3, b=3, rng=1)
     seq = prof.calibration("range", a=3, b=3, rng=1, sequential=True)
     assert full.disfavoured and seq.disfavoured and full.exceedances == 0
@@ -268,13 +275,7 @@ def test_a_second_check_of_the_same_statistic_reuses_the_reports_deficit(monkeyp
     # the CLI checks the mean (7 draws), then tests it (sequential draws): the reports' own deficit is searched once
     from sparseldp.estimation._lr_calibration import _OBSERVED_TOL
 
-    gen = np.random.default_rng(4)
-    x = gen.choice([3, 7], size=5000, p=[0.6, 0.4])
-    mech = SparseLaplace(lam=0.5, s=7)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = estimate_frequencies(sample(mech, x, rng=5), mech, domain=(0, 9), method="ems", return_info=True)
-    prof = est.profile(mech)
+    prof = _two_atoms_smoothed(4, 5)
     observed = []
     search = prof._search
     deficit = search.deficit
