@@ -285,3 +285,53 @@ def test_a_second_check_of_the_same_statistic_reuses_the_reports_deficit(monkeyp
     other = prof.calibration("range", a=3, b=4, B=2, rng=1)
     assert observed.count(_OBSERVED_TOL) == 2  # the first statistic's once, the other one's once
     assert second.deficit == first.deficit and other.value != first.value
+
+
+@pytest.mark.parametrize("mech, p, n, h, t0s", DEFICIT_CASES)
+def test_the_interior_point_solves_the_profile_problem_itself(mech, p, n, h, t0s):
+    # _ipm(profile=(g, t)): max loglik on g^T p = t in one solve; its point is feasible, within its gap of the
+    # brute-force profile, and its multiplier's tilt is the one whose tilted MLE sits at t
+    from sparseldp.estimation._ipm import _ipm
+
+    est = _counts(mech, p, n, seed=7)
+    model = _model(mech, est.domain)
+    counts = np.asarray(est.counts, dtype=float)
+    search = _search_of(model, counts, est.values, 1e-9, 10**6)
+    Q = model.unscaled()
+    Q = (Q.toarray() if hasattr(Q, "toarray") else np.asarray(Q))[:, counts > 0]
+    c = counts[counts > 0]
+    top = float(np.log(search.mle @ Q) @ c)
+    h = np.asarray(h, dtype=float)
+    g = (h - h.min()) / (h.max() - h.min())
+    for t0 in t0s:
+        t = (t0 - h.min()) / (h.max() - h.min())
+        th0 = float(g @ search.mle)
+        gg, tt = (g, t) if t > th0 else (1.0 - g, 1.0 - t)
+        if abs(tt - (float(gg @ search.mle))) < 1e-6:
+            continue
+        info = {}
+        q, _, conv, gap = _ipm(search._A, search._AT, search._c, float(search.n), 0.01, search._dense, search._band,
+                               low_rank=search._low_rank, profile=(gg, tt, info))
+        assert conv and gap <= 0.01
+        assert q.sum() == pytest.approx(1.0) and float(gg @ q) == pytest.approx(tt, abs=1e-6)  # residual in the gap
+        profile = top - _exact_deficit(Q, c, h, t0, top)
+        ll = float(np.log(q @ Q) @ c)
+        assert profile - gap - 1e-6 <= ll <= profile + 1e-6 + 1e-3 * max(top - profile, 1.0), (t0, ll, profile)
+        beta = info["beta"]
+        assert 0.0 < beta < 1.0
+        fit = search._tilted(1.0 - beta * gg, search.mle, {})
+        assert float(gg @ fit[0]) == pytest.approx(tt, abs=0.02)
+
+
+def test_a_deficit_the_profile_solve_settles_takes_no_tilted_fit(monkeypatch):
+    # the secant over tilted fits runs only where the one solve of the profile problem leaves the bracket open
+    x, prof = _rr_concentrated()
+    search = prof._search
+    fits = []
+    tilted = search._tilted
+    monkeypatch.setattr(search, "_tilted", lambda *a, **kw: fits.append(1) or tilted(*a, **kw))
+    v = prof.values.astype(float)
+    for dt in (0.5, 2.0, -1.0):
+        lo, hi = search.deficit(v, float(prof.mle @ v) + dt, tol=0.05)
+        assert 0.0 < lo <= hi <= lo + 0.05
+    assert fits == []

@@ -254,7 +254,8 @@ def _sparse_band(A, AT):
     return band
 
 
-def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0=None, gap0=None, low_rank=None):
+def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0=None, gap0=None, low_rank=None,
+         profile=None):
     """The MLE of the nonzero counts ``c`` (on the outputs that are ``A``'s columns) by the
     primal-dual interior-point method of the module docstring, from the uniform start or ``p0``.
 
@@ -274,6 +275,17 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
     beyond it with ``step`` (EM raises the likelihood, so the certificate still bounds its gap).
     Gives up (not converged, the best iterate so far) after ``max_steps`` iterations or when a
     factorization fails.
+
+    ``profile = (g, t)`` (``g`` in ``[0, 1]`` per value, ``0 < t < 1``; a dict ``info`` may follow) solves
+    the *profile* problem instead: the same minimum under ``v^T p = 0``, ``v = g - t`` (homogeneous, so the
+    scaling argument above still puts the minimum on the simplex: ``max {loglik(p) : g^T p = t}``).  Its
+    multiplier ``nu`` enters each Newton system as a bordered row, ``(H + D) dp + v dnu = -grad - nu v +
+    t'/p``, ``v^T dp = -v^T p``, solved by the same factorization and one more solve (``(H + D)^{-1} v``).
+    With ``a = -nu / n`` the tilt ``beta = a / (1 + a t)`` is the one whose tilted MLE (``likelihood_ratio``:
+    ``w = 1 - beta g``) is ``w p / w^T p`` at the optimum; ``gap`` is then that point's certificate in the
+    tilted problem plus ``n |log((1 - beta t) / w^T p)|`` (the constraint's residual), so ``gap <= tol`` puts
+    the profile within about ``tol`` of the point's likelihood.  Returns the normalized iterate (no EM step)
+    and leaves ``beta`` in ``info["beta"]``.
     """
     k = A.shape[0]
     if low_rank is not None:
@@ -283,6 +295,10 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
     elif not dense and band is None:
         band = _sparse_band(A, AT)
     Ad = A if isinstance(A, np.ndarray) else None  # the dense Gram's A (a sparse one densified once, if needed)
+    v = nu = gt = None
+    if profile is not None:  # max loglik on g^T p = t: the constraint v^T p = 0 and its multiplier nu
+        gt, t_prof = np.asarray(profile[0], dtype=float), float(profile[1])
+        v, nu, step = gt - t_prof, 0.0, False
     if p0 is None:
         p = np.full(k, 1.0 / k)
         z = np.full(k, float(n))  # p z = n / k on the central path's start
@@ -298,9 +314,12 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
         r = c / q
         g = (A @ r) / n
         total = float(p.sum())
-        gap = n * math.log(max(float(g.max()) * total, 1e-300))  # g of p / total is total * g
+        if v is None:
+            gap = n * math.log(max(float(g.max()) * total, 1e-300))  # g of p / total is total * g
+        else:
+            beta, gap = _profile_gap(g * total, p / total, gt, t_prof, nu, n)
         if best is None or gap < best[3]:
-            best = (p, g, total, gap)
+            best = (p, g, total, gap) if v is None else (p, g, total, gap, beta)
         if gap <= tol or steps >= max_steps:
             break
         steps += 1
@@ -321,7 +340,11 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
 
                 def solve(b):
                     return sla.cho_solve(factor, b, check_finite=False)
-            dp_a = solve(-grad)
+            if v is not None:  # the bordered system: the constraint's row by its Schur complement
+                solve = _bordered(solve, v, p)
+                dp_a, dnu_a = solve(-grad - nu * v)
+            else:
+                dp_a = solve(-grad)
         except (np.linalg.LinAlgError, ValueError):
             break
         dz_a = -z - d * dp_a
@@ -329,18 +352,62 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
         mu = float(p @ z) / k
         mu_aff = float((p + a_aff * dp_a) @ (z + a_aff * dz_a)) / k
         t = min(1.0, (max(mu_aff, 0.0) / mu) ** 3) * mu - dp_a * dz_a
-        dp = solve(-grad + t / p)
+        if v is not None:
+            dp, dnu = solve(-grad - nu * v + t / p)
+        else:
+            dp = solve(-grad + t / p)
         dz = t / p - z - d * dp
         if not (np.all(np.isfinite(dp)) and np.all(np.isfinite(dz))):
             break
         p = p + _IPM_STEP * _longest(p, dp) * dp
-        z = z + _IPM_STEP * _longest(z, dz) * dz
+        a_dual = _IPM_STEP * _longest(z, dz)
+        z = z + a_dual * dz
+        if v is not None:
+            nu += a_dual * dnu
+    if v is not None:
+        p, g, total, gap, beta = best
+        if len(profile) > 2:
+            profile[2]["beta"] = beta
+        return p / total, steps, gap <= tol, max(gap, 0.0)
     p, g, total, gap = best
     out = p / total
     if step:
         out = out * (g * total)
         out /= out.sum()
     return out, steps, gap <= tol, max(gap, 0.0) if gap <= tol else gap
+
+
+def _bordered(solve, v, p):
+    """``b -> (dp, dnu)`` solving ``K dp + v dnu = b``, ``v^T dp = -v^T p`` with ``solve`` applying ``K^{-1}``
+    (:func:`_ipm`'s profile problem): ``dnu = (v^T K^{-1} b + v^T p) / (v^T K^{-1} v)``."""
+    Kv = solve(v)
+    vKv = float(v @ Kv)
+    if not vKv > 0.0:
+        raise np.linalg.LinAlgError("the constraint's Schur complement is not positive")
+    rest = float(v @ p)
+
+    def bordered(b):
+        x = solve(b)
+        dnu = (float(v @ x) + rest) / vKv
+        return x - dnu * Kv, dnu
+
+    return bordered
+
+
+def _profile_gap(G, p, g, t, nu, n):
+    """``(beta, gap)`` of :func:`_ipm`'s profile problem at the normalized iterate ``p`` (``G``: its ``A (c / q)
+    / n``): the tilt its multiplier ``nu`` gives (``a = -nu / n``, ``beta = a / (1 + a t)``, kept below 1), and
+    the certificate of ``w p / w^T p`` in the problem tilted by ``w = 1 - beta g`` (``n log max_x (w^T p) G_x /
+    w_x``) plus the constraint's residual ``n |log((1 - beta t) / w^T p)|``."""
+    a = -nu / n
+    beta = a / (1.0 + a * t) if 1.0 + a * t > 0.0 else 1.0
+    beta = min(beta, 1.0 - 1e-9)
+    w = 1.0 - beta * g
+    W = float(w @ p)
+    if not (W > 0.0 and 1.0 - beta * t > 0.0):
+        return beta, math.inf
+    cert = n * math.log(max(W * float(np.max(G / w)), 1e-300))
+    return beta, cert + n * abs(math.log((1.0 - beta * t) / W))
 
 
 def _woodbury(low_rank, w, d):

@@ -13,23 +13,15 @@ import math
 from statistics import NormalDist
 
 import numpy as np
-import scipy.sparse as sp
 
-from ._ipm import _ipm, _ipm_affordable
-from ._parallel import concurrently, side_by_side, small_blas
-from .mle import _certificate, _mle
+from ._lr_fits import _BETA_GAP, _MAX_SOLVES, _Fits
+from ._parallel import concurrently
 from ._roots import _first_reaching, _Secant
 from .stats import _edges, _reach_level, _stay_level
 
 # A tilted fit within this many nats of the set's boundary ends the root search (U then exceeds
 # the exact end by about (this + gap) se / 2: 0.5 % of the half width at the default).
 _BOUNDARY_TOL = 0.02
-# Tilted fits per end at most.
-_MAX_SOLVES = 40
-# The profile deficit's bracket (_Search.deficit): nats.
-_DEFICIT_TOL = 0.05
-# The largest tilt: beta = 1 - this (h's top values then weigh 10^9 times the others).
-_BETA_GAP = 1e-9
 # The variance's ends (_Search.var_ends): refined until their slack is at most this share of the half-width,
 # with at most this many searches for the upper end and linear ends for the lower one.
 _VAR_SLACK = 0.005
@@ -37,9 +29,6 @@ _VAR_ROUNDS = 4
 _VAR_EVALS = 24
 # Bisection steps inside a cell for interpolated quantiles (ends rounded outwards by 1/2^this of a cell).
 _CELL_STEPS = 8
-# Within one end's search, a warm-started tilted fit gets at most this many times the iterations the search's
-# first fit (from the uniform start) took; one that needs more turns the search's later fits to cold starts.
-_WARM_CAP = 1.5
 
 
 def kappa_of(level: float) -> float:
@@ -47,95 +36,10 @@ def kappa_of(level: float) -> float:
     return 0.5 * NormalDist().inv_cdf(0.5 + 0.5 * level) ** 2
 
 
-class _Search:
-    """The ends of likelihood-ratio intervals of the counts ``c`` (on the outputs that are ``A``'s columns).
-
-    ``A``/``AT``: the column-scaled channel (dense or sparse); ``band``: its FFT banded Gram, or ``None``;
-    ``width``: its Gram's superdiagonals (0 when dense); ``mle``: the MLE (``loglik``, its log-likelihood on
-    these columns); ``tol``/``max_iter``: each tilted fit's certified gap and EM cap; ``low_rank``: ``A``'s
-    low-rank factor (``_ipm._low_rank_of``) or ``None``."""
-
-    def __init__(self, A, AT, c, n: int, values, mle, dense: bool, tol: float, max_iter: int, width: int, band,
-                 low_rank=None):
-        self._A, self._AT, self._c, self.n = A, AT, c, n
-        self.values, self.mle = values, mle
-        self.loglik = self._loglik(mle)
-        self._dense, self._tol, self._max_iter, self._width, self._band = dense, tol, max_iter, width, band
-        self._low_rank = low_rank
-        # an interval's two ends are independent: side by side on large sparse channels (the banded Cholesky and
-        # the products release the GIL; on small or dense ones threads only contend, as in _path)
-        self._threads = 2 if side_by_side(dense, mle.size) else 1
-
-    def blas(self):
-        """A context for the searches: BLAS in one thread on a small channel (:func:`_parallel.small_blas`).
-        Measured (200 values, the Gaussian design of (1, 1e-6, 5), 10^5 reports, OpenBLAS's two threads by
-        default): the mean's, variance's, a range query's, three quantiles' and a CDF value's intervals
-        took 0.05-0.75 s each in one thread against 0.4-12.3 s in two."""
-        return small_blas(self.mle.size, self._AT.shape[0])
-
-    # -- one end -------------------------------------------------------------------------
-    def _loglik(self, p) -> float:
-        q = self._AT @ p
-        if np.any(q <= 0):
-            return -math.inf
-        return float(self._c @ np.log(q))
-
-    def _tilted(self, w, start, starts):
-        """The tilted fit of ``w`` from ``start`` (a distribution): ``(p, loglik, M_upper)``.
-
-        ``starts`` (a dict, one per end's search) says how the interior point starts: the search's first
-        fit from the uniform start (its iterations kept, ``"cold"``), later ones from ``start`` with at most
-        :data:`_WARM_CAP` times that many iterations; one that needs more (a warm start whose zeros must
-        revive: Gaussian kernels, where the previous point is mostly near-zero entries) turns the search's
-        later fits to the uniform start (``"warm"`` false).  Measured (the CLI's default statistics, the
-        Gaussian window of 349): 11-15 iterations per fit from the uniform start against 17-39 warm;
-        Laplace windows: 6-8 warm against 10-11."""
-        A, AT = self._A, self._AT
-        if self._dense:
-            B, BT = A / w[:, None], AT / w[None, :]
-        else:
-            B, BT = sp.csr_array(sp.diags_array(1.0 / w) @ A), sp.csr_array(AT @ sp.diags_array(1.0 / w))
-        s = w * start
-        s = np.maximum(s / s.sum(), 0.0)
-        s = (1.0 - 1e-9) * s / s.sum() + 1e-9 / s.size  # EM keeps exact zeros: leave every value reachable
-        n = float(self.n)
-        c = self._c
-        pp = None
-        low_rank = self._low_rank
-        if low_rank is not None:  # the row-scaled channel's factor: L's rows scaled as A's
-            low_rank = (low_rank[0] / w[:, None],) + tuple(low_rank[1:])
-        if low_rank is not None or _ipm_affordable(s.size, B.shape[1], self._dense, self._width):
-            band = None if self._band is None or low_rank is not None else _row_scaled_band(self._band, 1.0 / w)
-            warm = starts.get("warm", True) and starts.get("cold") is not None
-            conv = False
-            if warm:
-                # the interior point from the warm start, centred at the start's own certificate (_ipm._ipm)
-                gap0 = _certificate(B, c, BT @ s, n)
-                cap = max(1, math.ceil(_WARM_CAP * starts["cold"]))
-                pp, _, conv, gap = _ipm(B, BT, c, n, self._tol, self._dense, band, max_steps=cap, p0=s,
-                                        gap0=max(gap0, self._tol), low_rank=low_rank)
-                if not conv:  # slower than from the uniform start (or a factorization failed): cold from here on
-                    starts["warm"] = False
-            if not conv:  # from the uniform start
-                pu, steps, conv_u, gap_u = _ipm(B, BT, c, n, self._tol, self._dense, band, low_rank=low_rank)
-                if conv_u and starts.get("cold") is None:
-                    starts["cold"] = steps
-                if not warm or conv_u or gap_u < gap:
-                    pp, conv = pu, conv_u
-            if not conv:  # then EM and Newton (mle._mle) from the better point
-                s, pp = pp, None
-        if pp is None:
-            pp, _, _, _, _ = _mle(B, BT, c, n, s.size, self._tol, self._max_iter, self._dense, p0=s)
-        pp = np.maximum(pp, 0.0)
-        pp /= pp.sum()
-        q = BT @ pp
-        if np.any(q <= 0):
-            return None
-        lb = float(c @ np.log(q))
-        cert = _certificate(B, c, q, n)  # the exact certificate at pp
-        p = pp / w
-        p /= p.sum()
-        return p, self._loglik(p), lb + cert
+class _Search(_Fits):
+    """The ends of likelihood-ratio intervals (:class:`._lr_fits._Fits`: the counts, the channel, the MLE and
+    the fits): :meth:`upper` bounds ``max h^T p`` over ``{loglik >= L0}``, :meth:`ends`, :meth:`var_ends` and
+    :meth:`quantile_ends` turn that into the two ends of a statistic."""
 
     def upper(self, h, L0, threshold=None, memo=None) -> float:
         """An outer bound of ``max h^T p`` over the set ``loglik >= L0`` (``h`` in ``[0, 1]``).
@@ -195,90 +99,6 @@ class _Search:
             if pool is not None and tally.point is not self.mle and not any(q is tally.point for q in pool):
                 pool.append(tally.point)
         return tally.value
-
-    def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False, decide=(), memo=None):
-        """``(lo, hi)``: brackets of the profile deficit ``loglik(MLE) - max {loglik(p) : h^T p = t0}`` (nats).
-
-        For ``h`` rescaled to ``[0, 1]`` (flipped to ``1 - h`` below the MLE's value) and a tilt ``beta``, every
-        ``p`` with ``h^T p = t0`` has ``loglik(p) <= M(beta) + n log(1 - beta t0)`` (the module docstring of
-        :mod:`.likelihood_ratio`): the least of these over the tilts tried bounds the profile from above, so
-        ``lo`` is a rigorous lower bound (the MLE's attained likelihood is below the maximum).  The tilted fits'
-        points on either side of ``t0`` mix into a point with ``h^T p = t0`` exactly, whose likelihood
-        (concavity) bounds the profile from below: ``hi``, an upper bound up to the MLE's certified gap.  A
-        secant search on ``log(h^T p_beta - h^T MLE)`` against ``log beta`` looks for the tilt whose fit sits at
-        ``t0``, until the bracket is within ``tol`` nats (at most :data:`_MAX_SOLVES` fits).
-        ``t0`` at the MLE's value gives ``(0, 0)``; outside ``h``'s range, ``(inf, inf)``.  With ``point``, also
-        the point of the bracket's lower bound (``h^T p = t0``; ``None`` where no fit reached ``t0``).  With
-        ``decide`` (thresholds, nats), the search also stops once none of them lies inside the bracket: the
-        comparisons a caller makes with them are then settled (``Profile.calibration``'s draws).  ``memo`` (a
-        dict) carries the tilt the search ended at (key ``"u"``, per side of the MLE's value) to the next call:
-        the draws' searches at the same value start where the last one ended."""
-        h = np.asarray(h, dtype=float)
-        h0, h1 = float(h.min()), float(h.max())
-
-        def result(lo, hi, p=None):
-            return (lo, hi, p) if point else (lo, hi)
-
-        if not h0 <= t0 <= h1:
-            return result(math.inf, math.inf)
-        if h1 == h0:
-            return result(0.0, 0.0, self.mle)
-        g, t = (h - h0) / (h1 - h0), (t0 - h0) / (h1 - h0)
-        th0 = float(g @ self.mle)
-        side = "u_low" if t < th0 else "u_high"
-        if t < th0:
-            g, t, th0 = 1.0 - g, 1.0 - t, 1.0 - th0
-        if t <= th0:
-            return result(0.0, 0.0, self.mle)
-        n, L = float(self.n), self.loglik
-        upper = math.inf  # of the profile at t
-        below, above = (th0, L, self.mle), None  # fits on either side of t: (g^T p, loglik, p)
-        lower, best = -math.inf, None
-        u = math.log(min(0.5, max(1e-12, (t - th0) / max(th0 * (1.0 - th0), 1.0 / n))))  # the naive shift's tilt
-        u_max = math.log1p(-_BETA_GAP)
-        if memo is not None and memo.get(side) is not None:
-            u = min(memo[side], u_max)
-        lo_u = hi_u = prev = None
-        starts, warm = {}, self.mle
-        for _ in range(_MAX_SOLVES):
-            beta = math.exp(u)
-            out = self._tilted(1.0 - beta * g, warm, starts)
-            if out is None:
-                break
-            p, ll, M = out
-            upper = min(upper, M + n * math.log1p(-beta * t))
-            tp = float(g @ p)
-            if tp >= t:
-                hi_u = u
-                if above is None or ll > above[1]:
-                    above = (tp, ll, p)
-            else:
-                lo_u, warm = u, p
-                if tp > below[0]:
-                    below = (tp, ll, p)
-            if above is not None:
-                a = 1.0 if above[0] == below[0] else (above[0] - t) / (above[0] - below[0])
-                mix = a * below[2] + (1.0 - a) * above[2]
-                ll_mix = self._loglik(mix)
-                if ll_mix > lower:
-                    lower, best = ll_mix, mix
-            if upper - lower <= tol or (decide and not any(L - upper < th < L - lower for th in decide)):
-                break
-            d = max(tp - th0, 1e-300)
-            slope = 1.0
-            if prev is not None and u != prev[0]:
-                slope = min(4.0, max(0.25, (math.log(d) - prev[1]) / (u - prev[0])))
-            prev = (u, math.log(d))
-            step = max(-math.log(16.0), min(math.log(16.0), math.log((t - th0) / d) / slope))
-            u_new = min(u_max, u + step)
-            if lo_u is not None and hi_u is not None and not lo_u < u_new < hi_u:
-                u_new = 0.5 * (lo_u + hi_u)
-            if u_new == u or (hi_u is not None and lo_u is not None and hi_u - lo_u < 1e-12):
-                break
-            u = u_new
-        if memo is not None:
-            memo[side] = u
-        return result(max(L - upper, 0.0), L - lower, best)
 
     def side(self, h, L0, upper: bool, memo=None) -> float:
         """An outer bound of ``max`` (``upper``) or ``min h^T p`` over the set ``loglik >= L0``, any real ``h``
@@ -475,22 +295,3 @@ class _Tally:
     @property
     def value(self) -> float:
         return min(max(self.best, self.inner), 1.0)
-
-
-def _row_scaled_band(band, s):
-    """``v -> diag(s) (A diag(v) A^T) diag(s)`` in the upper banded storage of ``band(v)`` (that of ``A``):
-    the Gram of the row-scaled channel ``diag(s) A``."""
-
-    factor = None  # s_i s_j in the band's storage: built at the first call (a gather of rows x k), then reused
-
-    def scaled(v):
-        nonlocal factor
-        ab = band(v)
-        if factor is None:
-            rows, k = ab.shape
-            i = np.arange(k)[None, :] - (rows - 1 - np.arange(rows))[:, None]  # ab[r, j] holds M[i, j]
-            factor = s[None, :] * s[np.maximum(i, 0)]
-        ab *= factor
-        return ab
-
-    return scaled
