@@ -640,7 +640,7 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     gen = np.random.default_rng(0)
     x = np.minimum(gen.geometric(0.1, 5000) - 1, 99)
     (d / "rr.csv").write_text("y\n" + "\n".join(map(str, sample(mech, x, rng=gen))) + "\n")
-    # unasked, the calibration runs within a time budget (a clock: set here so that every statistic fits)
+    # unasked, the calibration runs within a budget of modelled seconds (set here so that every statistic fits)
     monkeypatch.setattr(estimate_cli, "_AUTO_CALIBRATE_SECONDS", 1e9)
     rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
                        "--profile", "-o", d / "rr_est.csv", "--json")
@@ -670,6 +670,15 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
                        "--no-profile", "-o", d / "rr_est2.csv")
     assert rc == 0 and "where g inverts the channel" in out and "papers' unbiased" not in out
+    # the budget is modelled, not clocked: one and a half statistics' worth calibrates the mean alone, every run
+    unit = mean["lr_calibrated"]["modelled_seconds"]
+    assert unit > 0 and all(r["lr_calibrated"]["modelled_seconds"] == unit for r in summary["statistics"])
+    monkeypatch.setattr(estimate_cli, "_AUTO_CALIBRATE_SECONDS", 1.5 * unit)
+    for _ in range(2):
+        rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
+                           "-o", d / "rr_est7.csv", "--json")
+        rows = json.loads(out)["statistics"]
+        assert rc == 0 and [r["lr_calibrated"]["calibrated"] for r in rows] == [True] + [False] * (len(rows) - 1)
     # a budget no statistic fits: none calibrated, and the warning says how to ask; --calibrate ignores it
     monkeypatch.setattr(estimate_cli, "_AUTO_CALIBRATE_SECONDS", 0.0)
     rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",

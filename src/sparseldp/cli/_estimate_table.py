@@ -65,7 +65,11 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
         rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
         calibratable.append((rows[-1], "range", {"a": a, "b": c}))
     if prof is not None:  # --no-calibrate: no budget at all (the warning still says how to ask)
-        _calibrate_rows(prof, calibratable, level, None if calibrate else auto_seconds if calibrate is None else -1.0)
+        from ..estimation.likelihood_ratio import modelled_seconds
+
+        unit = _CALIBRATED_UNITS * modelled_seconds(est, target, ["mean"]) * max(1.0, est.p.size / 100.0)
+        _calibrate_rows(prof, calibratable, level, None if calibrate else auto_seconds if calibrate is None else -1.0,
+                        unit)
     per_value = None if b is None else b.interval("p", level=level)
     return rows, per_value, prof.interval("p", level) if each else None, b
 
@@ -82,35 +86,38 @@ _DETECT_DRAWS = 7
 
 
 #: Where the mean's check finds the chi-square threshold fails, the statistics' likelihood-ratio intervals are
-#: calibrated by simulation (:meth:`Profile.calibrated_interval`); unasked, the first is modelled as this many draws
-#: at the check's time per draw (its draws come from the estimate, the calibration's from constrained MLEs, whose
-#: fits were faster: on randomized response over 100 values six statistics took 10.5 s, 141 draws' worth each at
-#: the check's 12 ms per draw), the others as the one before took.
-_CALIBRATED_DRAWS = 150
+#: calibrated by simulation (:meth:`Profile.calibrated_interval`).  Unasked, each is modelled as this many times the
+#: mean's interval (``likelihood_ratio.modelled_seconds``, a model of the iterations, not a clock: the same reports
+#: get the same output however busy the machine) times the domain's size over 100 (at least 1): its draws' MLE fits
+#: grow with the domain faster than the interval's searches.  Measured (randomized response at eps 3, 2026-12-01,
+#: 5 statistics each): 4.1-12.7 times the mean's modelled interval on 100 values (0.6-1.9 s against 0.15 s), 4.7-10
+#: times on 400 values once divided by 4 (11-24 s against 0.6 s).  The budget was a clock before: on 400 values
+#: whether the mean was calibrated then turned on the check's measured 0.10-0.11 s per draw (150 draws against 15 s).
+_CALIBRATED_UNITS = 7.0
 
 
-def _calibrate_rows(prof, calibratable, level: float, budget) -> None:
+def _calibrate_rows(prof, calibratable, level: float, budget, unit: float) -> None:
     """Replace the statistics' likelihood-ratio intervals by calibrated ones where the mean's check says the
     chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why not).  ``None``: asked,
-    every statistic; else one after another while the time spent plus the last one's (the first's modelled from
-    the check's time per draw) stays within ``budget`` seconds."""
+    every statistic; else one after another while their modelled seconds (``unit`` each) stay within ``budget``."""
     import time
 
     check = calibratable[0][0].get("lr_check") or {}
     if not check.get("chi_square_fails"):
         return
-    spent, last = 0.0, check["seconds_per_draw"] * _CALIBRATED_DRAWS
+    modelled = 0.0
     for row, key, kw in calibratable:
-        if budget is not None and spent + last > budget:
-            row["lr_calibrated"] = {"calibrated": False, "modelled_seconds": round(last, 3), "asked": False}
+        if budget is not None and modelled + unit > budget:
+            row["lr_calibrated"] = {"calibrated": False, "modelled_seconds": round(unit, 3), "asked": False}
             continue
+        modelled += unit
         start = time.perf_counter()
         cal = prof.calibrated_interval(key, level, rng=0, **kw)
         last = time.perf_counter() - start
-        spent += last
         row["lr_low"], row["lr_high"] = cal.low, cal.high
         row["lr_calibrated"] = {"calibrated": True, "kappa_low": _finite(cal.kappa_low),
-                                "kappa_high": _finite(cal.kappa_high), "rounds": cal.rounds, "seconds": round(last, 3)}
+                                "kappa_high": _finite(cal.kappa_high), "rounds": cal.rounds, "seconds": round(last, 3),
+                                "modelled_seconds": round(unit, 3)}
 
 
 def _finite(x):

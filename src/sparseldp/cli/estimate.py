@@ -118,8 +118,9 @@ __all__ = ["estimate_command"]
 #: cost a few seconds, and those are where a wide kernel's bootstrap intervals miss.
 _AUTO_PROFILE_SECONDS = 10.0
 #: Unasked (``--calibrate``'s default), LR intervals are calibrated one after another within this many seconds in all
-#: (``_estimate_table._calibrate_rows``).  Randomized response at eps 3 (2026-12-01): 100 values, all six calibrated,
-#: 1.5 s -> 11.6-12.1 s; 400 values, none (the first modelled at 71 s), the checks alone 8.6-8.8 s -> 18.5-19.4 s.
+#: (``_estimate_table._calibrate_rows``: modelled seconds, not a clock).  Randomized response at eps 3 (2026-12-01): 100
+#: values, mean, variance and three quantiles calibrated (1.05 s modelled each, 0.6-1.3 s measured); 400 values, none
+#: (16.8 s modelled each; with --calibrate 11-24 s measured).
 _AUTO_CALIBRATE_SECONDS = 15.0
 
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.

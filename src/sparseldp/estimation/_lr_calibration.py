@@ -56,7 +56,9 @@ _TAIL = 1e-3
 _ANY = 1e6
 # The reports' own deficit is bracketed this finely (nats; its lower end is the threshold the draws are set
 # against, so a coarser one only makes "disfavoured" harder to reach): each tilted fit of a dense 400-value
-# channel costs about 0.1 s, and a bracket of 0.05 took about 14 of them on randomized response.
+# channel costs about 0.1 s, and a bracket of 0.05 took about 14 of them on randomized response by the secant over
+# tilted fits alone (the one solve of the profile problem that comes first now, _lr_fits._Fits.deficit, closed
+# such brackets with no tilted fit in the cases measured).
 _OBSERVED_TOL = 0.25
 
 
