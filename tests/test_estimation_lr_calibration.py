@@ -335,3 +335,34 @@ def test_a_deficit_the_profile_solve_settles_takes_no_tilted_fit(monkeypatch):
         lo, hi = search.deficit(v, float(prof.mle @ v) + dt, tol=0.05)
         assert 0.0 < lo <= hi <= lo + 0.05
     assert fits == []
+
+
+@pytest.mark.parametrize("which", ["rr", "laplace"])
+def test_the_draws_mle_by_the_interior_point_alone_is_the_mle(which, monkeypatch):
+    # calibration's draws fit their MLE by the interior point from the uniform start (direct=True), not EM first:
+    # the same maximum within the certificate's tolerance, the same deficit within the brackets
+    from sparseldp.estimation import mle as mle_module
+
+    if which == "rr":
+        x, prof = _rr_concentrated()
+    else:
+        mech, est = _bimodal("laplace", 20_000, seed=5)
+        prof = est.profile(mech)
+    gen = np.random.default_rng(3)
+    from sparseldp.estimation._lr_calibration import _output_distribution
+
+    counts = gen.multinomial(prof.n, _output_distribution(prof._model, prof.p)).astype(float)
+    tol = prof._search._tol
+    ems = []
+    em = mle_module._em
+    monkeypatch.setattr(mle_module, "_em", lambda *a, **kw: ems.append(1) or em(*a, **kw))
+    direct = _search_of(prof._model, counts, prof.values, tol, 10**5, direct=True)
+    assert ems == []  # no EM run
+    monkeypatch.setattr(mle_module, "_em", em)
+    first = _search_of(prof._model, counts, prof.values, tol, 10**5)
+    assert abs(direct.loglik - first.loglik) <= tol + 1e-9
+    v = prof.values.astype(float)
+    t0 = float(direct.mle @ v) + 0.5 * float(np.sqrt(max(float(direct.mle @ v ** 2) - float(direct.mle @ v) ** 2, 1.0)))
+    lo_d, hi_d = direct.deficit(v, t0)
+    lo_f, hi_f = first.deficit(v, t0)
+    assert lo_d <= hi_f + tol + 1e-6 and lo_f <= hi_d + tol + 1e-6

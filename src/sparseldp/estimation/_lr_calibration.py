@@ -192,7 +192,8 @@ def _draw_deficit(profile, q, h, value: float, gen, **kw):
 
     search = profile._search
     counts = gen.multinomial(profile.n, q).astype(float)
-    return _search_of(profile._model, counts, profile.values, search._tol, search._max_iter).deficit(h, value, **kw)
+    return _search_of(profile._model, counts, profile.values, search._tol, search._max_iter,
+                      direct=True).deficit(h, value, **kw)
 
 
 def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, kw: dict) -> Calibration:

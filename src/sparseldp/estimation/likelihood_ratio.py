@@ -92,7 +92,7 @@ import numpy as np
 
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._validation import check_int, check_positive
-from ._ipm import _band_width, _low_rank_of, _model_seconds
+from ._ipm import _band_width, _ipm, _ipm_affordable, _low_rank_of, _model_seconds
 from ._lr_calibration import CalibratedInterval, Calibration
 from ._lr_search import _Search, kappa_of
 from .mle import _certificate
@@ -392,14 +392,21 @@ def profile(estimate, mechanism=None, *, tol: float = 0.01, max_iter: int = 50_0
                    _model=model)
 
 
-def _search_of(model, counts, values, tol: float, max_iter: int, mle=None) -> _Search:
-    """The profile search of the report ``counts`` (all outputs) on ``model``, its MLE fitted unless given."""
+def _search_of(model, counts, values, tol: float, max_iter: int, mle=None, direct: bool = False) -> _Search:
+    """The profile search of the report ``counts`` (all outputs) on ``model``, its MLE fitted unless given: with
+    ``direct``, by the interior point from the uniform start where an iteration is affordable (``mle._mle`` runs
+    EM first, which certifies the easy cases, and costs most where it does not: the calibration's draws), by
+    ``mle._mle`` where that does not converge or is not affordable."""
     obs = np.flatnonzero(counts > 0)
     c = counts[obs]
     A, AT = model.columns(obs)
     low_rank = _low_rank_of(model, obs)  # wide smooth kernels: the interior point's systems through a factor
     # else the banded Gram by FFT (window channels), for the interior point's steps
     band = None if low_rank is not None else model.gram_band(obs)
+    if mle is None and direct and (low_rank is not None or _ipm_affordable(model.k, obs.size, bool(model.dense),
+                                                                           0 if model.dense else _band_width(A))):
+        p, _, conv, _ = _ipm(A, AT, c, float(counts.sum()), tol, bool(model.dense), band, low_rank=low_rank)
+        mle = p if conv else None
     if mle is None:
         from .frequencies import _fit  # here: frequencies imports this module
 
