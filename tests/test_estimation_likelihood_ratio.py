@@ -374,3 +374,43 @@ def test_modelled_seconds_add_over_statistics(fitted, names, more):
     assert total == pytest.approx(sum(one[name] for name in names), rel=1e-12)
     assert modelled_seconds(est, MECH, names[::-1]) == pytest.approx(total, rel=1e-12)
     assert modelled_seconds(est, MECH, names + more) > total
+
+
+@pytest.mark.parametrize("case", range(len(GRID_CASES)))
+def test_a_thresholded_end_settled_by_the_profile_solve_is_on_the_right_side(case, monkeypatch):
+    # the quantiles' probes ask whether a statistic's outer upper end reaches a threshold: one solve of the
+    # profile problem at the threshold settles it (no tilted fit) on either side of the exact end
+    from sparseldp.estimation import _lr_fits
+
+    mech, p, n = GRID_CASES[case]
+    est = _fit(mech, p, n, seed=case)
+    prof = est.profile(mech)
+    search = prof._search
+    kappa = 0.5 * 1.959963984540054 ** 2
+    L0 = search.loglik - kappa
+    fits = []
+    tilted = _lr_fits._Fits._tilted
+    monkeypatch.setattr(_lr_fits._Fits, "_tilted", lambda *a, **kw: fits.append(1) or tilted(*a, **kw))
+    v = np.arange(3.0)
+    for h in ((v <= 0) * 1.0, (v <= 1) * 1.0, (v == 1) * 1.0):
+        _, g_hi = _grid_truth(mech, est, h, kappa)
+        theta0 = float(h @ search.mle)
+        for t, reaches in ((g_hi - 0.01, True), (g_hi + 0.01, False)):
+            if not theta0 < t < 1.0:
+                continue
+            assert (search.upper(h, L0, threshold=t, memo={}) >= t) == reaches, (h, t, g_hi)
+    assert len(fits) <= 2
+
+
+def test_quantile_intervals_are_the_same_with_and_without_the_profile_solve(fitted, monkeypatch):
+    from sparseldp.estimation import _lr_fits
+
+    est, prof = fitted
+    with_solve = [prof.interval("quantile", q=q, method=m) for q in (0.1, 0.5, 0.9)
+                  for m in ("inverted_cdf", "interpolated")]
+    monkeypatch.setattr(_lr_fits._Fits, "_profile_point", lambda *a, **kw: None)
+    secant = [est.profile(MECH).interval("quantile", q=q, method=m) for q in (0.1, 0.5, 0.9)
+              for m in ("inverted_cdf", "interpolated")]
+    for (a, b), (c, d) in zip(with_solve, secant):  # interpolated ends: within one bisection step of a cell
+        assert abs(a - c) <= 1 / 128 and abs(b - d) <= 1 / 128
+    assert [w for i, w in enumerate(with_solve) if i % 2 == 0] == [s for i, s in enumerate(secant) if i % 2 == 0]

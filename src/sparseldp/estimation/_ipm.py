@@ -285,7 +285,8 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
     ``w = 1 - beta g``) is ``w p / w^T p`` at the optimum; ``gap`` is then that point's certificate in the
     tilted problem plus ``n |log((1 - beta t) / w^T p)|`` (the constraint's residual), so ``gap <= tol`` puts
     the profile within about ``tol`` of the point's likelihood.  Returns the normalized iterate (no EM step)
-    and leaves ``beta`` in ``info["beta"]``.
+    and leaves ``beta``, the multiplier and the iterations in ``info`` (keys ``"beta"``, ``"nu"``, ``"steps"``);
+    a multiplier already in ``info["nu"]`` starts the solve (with ``p0``: a warm start).
     """
     k = A.shape[0]
     if low_rank is not None:
@@ -298,7 +299,8 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
     v = nu = gt = None
     if profile is not None:  # max loglik on g^T p = t: the constraint v^T p = 0 and its multiplier nu
         gt, t_prof = np.asarray(profile[0], dtype=float), float(profile[1])
-        v, nu, step = gt - t_prof, 0.0, False
+        v, step = gt - t_prof, False
+        nu = float(profile[2].get("nu", 0.0)) if len(profile) > 2 else 0.0  # a warm start's multiplier
     if p0 is None:
         p = np.full(k, 1.0 / k)
         z = np.full(k, float(n))  # p z = n / k on the central path's start
@@ -319,7 +321,7 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
         else:
             beta, gap = _profile_gap(g * total, p / total, gt, t_prof, nu, n)
         if best is None or gap < best[3]:
-            best = (p, g, total, gap) if v is None else (p, g, total, gap, beta)
+            best = (p, g, total, gap) if v is None else (p, g, total, gap, beta, nu)
         if gap <= tol or steps >= max_steps:
             break
         steps += 1
@@ -365,9 +367,9 @@ def _ipm(A, AT, c, n, tol, dense, band=None, max_steps=_IPM_STEPS, step=True, p0
         if v is not None:
             nu += a_dual * dnu
     if v is not None:
-        p, g, total, gap, beta = best
+        p, g, total, gap, beta, nu = best
         if len(profile) > 2:
-            profile[2]["beta"] = beta
+            profile[2]["beta"], profile[2]["nu"], profile[2]["steps"] = beta, nu, steps
         return p / total, steps, gap <= tol, max(gap, 0.0)
     p, g, total, gap = best
     out = p / total

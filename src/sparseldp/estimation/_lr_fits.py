@@ -30,6 +30,9 @@ _BETA_GAP = 1e-9
 # Within one end's search, a warm-started tilted fit gets at most this many times the iterations the search's
 # first fit (from the uniform start) took; one that needs more turns the search's later fits to cold starts.
 _WARM_CAP = 1.5
+# A warm-started solve of the profile problem starts centred at this barrier weight (nats over the values: the
+# interior point's z = this / k / p), as if its start were this far from the optimum.
+_WARM_GAP = 1.0
 
 
 class _Fits:
@@ -135,20 +138,35 @@ class _Fits:
             return A / w[:, None], AT / w[None, :]
         return sp.csr_array(sp.diags_array(1.0 / w) @ A), sp.csr_array(AT @ sp.diags_array(1.0 / w))
 
-    def _profile_point(self, g, t, th0, tol):
+    def _profile_point(self, g, t, th0, tol, warm=None):
         """One interior-point solve of the profile problem ``max {loglik(p) : g^T p = t}`` (``_ipm._ipm`` with
         ``profile``; ``g`` in ``[0, 1]``, ``th0 = g^T MLE < t``): ``(upper, lower, point, u)``.  ``upper`` bounds
         the profile from above through the tilt the solve's multiplier gives (its fit's certificate at the
         solve's point, as :meth:`deficit` bounds any tilt's); ``lower`` is the likelihood of ``point``, the
         solve's point mixed with the MLE (below ``t``) or with a value at ``g``'s top so that ``g^T point = t``
         exactly; ``u`` the log of the tilt (``None`` where it is not positive).  ``None`` where an interior-point
-        iteration is not affordable on this channel (``_tilted``'s rule) or the solve gives no usable point."""
+        iteration is not affordable on this channel (``_tilted``'s rule) or the solve gives no usable point.
+        ``M`` (a fifth entry) is the tilted problem's certified maximum behind ``upper`` (``inf`` without a tilt).
+        ``warm`` (a dict, or ``None``): the solve starts at the point and multiplier the last solve with it left
+        there (the quantiles' probes of neighbouring values), and leaves its own; the first solve with it starts
+        cold, and once a warm start takes more iterations than that one did, the later ones start cold too.
+        Measured (the three quantiles' intervals, 2026-12-01): randomized response on 400 values 3.9 iterations a
+        solve warm against 7.7 cold; the Laplace window of 137 on 1,000 values 16.8 against 12.3."""
         k, m = self.mle.size, self._A.shape[1]
         if not (self._low_rank is not None or _ipm_affordable(k, m, self._dense, self._width)):
             return None
-        info = {}
+        info, p0 = {}, None
+        if warm is not None and warm.get("p") is not None and not warm.get("off"):
+            info["nu"], p0 = warm["nu"], warm["p"]
         p, _, _, _ = _ipm(self._A, self._AT, self._c, float(self.n), tol, self._dense, self._band,
-                          low_rank=self._low_rank, profile=(g, t, info))
+                          low_rank=self._low_rank, profile=(g, t, info), p0=p0, gap0=_WARM_GAP)
+        if warm is not None:
+            steps = info.get("steps", 0)
+            if p0 is None:
+                warm.setdefault("cold", steps)
+            elif steps > warm.get("cold", math.inf):
+                warm["off"] = True
+            warm["p"], warm["nu"] = p, info.get("nu", 0.0)
         p = np.maximum(p, 0.0)
         if not (np.all(np.isfinite(p)) and p.sum() > 0):
             return None
@@ -163,13 +181,14 @@ class _Fits:
             point[int(np.argmax(g))] += a
         lower = self._loglik(point)
         beta = info.get("beta", 0.0)
-        upper, u = math.inf, None
+        upper, u, M = math.inf, None, math.inf
         if 0.0 < beta < 1.0:
             w = 1.0 - beta * g
             out = self._bound(w, w * p)
             if out is not None:
-                upper, u = out[2] + float(self.n) * math.log1p(-beta * t), math.log(beta)
-        return upper, lower, point, u
+                M = out[2]
+                upper, u = M + float(self.n) * math.log1p(-beta * t), math.log(beta)
+        return upper, lower, point, u, M
     def deficit(self, h, t0: float, tol: float = _DEFICIT_TOL, point: bool = False, decide=(), memo=None):
         """``(lo, hi)``: brackets of the profile deficit ``loglik(MLE) - max {loglik(p) : h^T p = t0}`` (nats).
 

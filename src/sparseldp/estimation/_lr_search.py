@@ -29,6 +29,9 @@ _VAR_ROUNDS = 4
 _VAR_EVALS = 24
 # Bisection steps inside a cell for interpolated quantiles (ends rounded outwards by 1/2^this of a cell).
 _CELL_STEPS = 8
+# The certified gap (nats) of the profile problem's solve that first tries to settle a thresholded end
+# (_Search.upper): the quantiles' probes.
+_PROFILE_TOL = 0.01
 
 
 def kappa_of(level: float) -> float:
@@ -72,6 +75,22 @@ class _Search(_Fits):
         u = min(u_max, math.log(min(0.5, math.sqrt(2.0 * kappa / (n * var)))))
         if memo is not None and memo.get("u") is not None:
             u = min(u_max, memo["u"])
+        if threshold is not None and theta0 < threshold < 1.0:  # one solve of the profile problem at the threshold
+            fast = self._profile_point(h, threshold, theta0, _PROFILE_TOL,
+                                       None if memo is None else memo.setdefault("profile", {}))
+            if fast is not None:
+                _, ll, point, u_fast, M = fast[:5]
+                if u_fast is not None:  # its tilt's bound is below the threshold exactly when the solve's is below L0
+                    tally.add(-math.expm1((L0 - M) / n) / math.exp(u_fast), threshold if ll >= L0 else None, point)
+                    u = min(u_max, u_fast)
+                elif ll >= L0:
+                    tally.add(1.0, threshold, point)
+                if tally.decided:
+                    if memo is not None:
+                        memo["u"], memo["point"] = u, tally.point
+                        if pool is not None and tally.point is not self.mle:
+                            pool.append(tally.point)
+                    return tally.value
         steps = _Secant(kappa, u_max)
         p_warm = self.mle
         starts = {}  # this search's interior-point starts (_tilted)
