@@ -366,3 +366,19 @@ def test_the_draws_mle_by_the_interior_point_alone_is_the_mle(which, monkeypatch
     lo_d, hi_d = direct.deficit(v, t0)
     lo_f, hi_f = first.deficit(v, t0)
     assert lo_d <= hi_f + tol + 1e-6 and lo_f <= hi_d + tol + 1e-6
+
+
+def test_draws_two_at_a_time_give_the_same_answers_as_one_at_a_time(monkeypatch):
+    # the draws run side by side on mid-size dense channels; each search starts from its own copy of the tilt
+    # memo, so the brackets (and the sequential test's stop) do not depend on the scheduling
+    from sparseldp.estimation import _lr_calibration
+
+    x, prof = _rr_concentrated()
+    results = []
+    for threads in (1, 2):
+        monkeypatch.setattr(_lr_calibration, "draw_threads", lambda model, t=threads: t)
+        full = prof.calibration("mean", B=5, rng=3)  # the reports' deficit: searched once, then kept
+        seq = prof.calibration("range", a=0, b=4, B=6, rng=4, sequential=True)
+        cal = prof.calibrated_interval("mean", B=9, rng=5, max_rounds=2)
+        results.append((full.draws.tolist(), full.draws_low.tolist(), seq.draws.tolist(), (cal.low, cal.high)))
+    assert results[0] == results[1]

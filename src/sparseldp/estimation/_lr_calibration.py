@@ -43,6 +43,7 @@ from statistics import NormalDist
 from .._frozen import ReadOnlyArrays, frozen_array
 from .._rng import simulation_generator
 from ._lr_search import kappa_of
+from ._parallel import concurrently, draw_threads
 
 # A draw whose deficit exceeds this many nats would happen once in 10^4 draws were Wilks' chi^2_1 / 2 the law
 # (7.57 nats): one such draw says the calibration fails for these reports.
@@ -185,15 +186,30 @@ def _output_distribution(model, p) -> np.ndarray:
     return q / q.sum()
 
 
-def _draw_deficit(profile, q, h, value: float, gen, **kw):
-    """One report set drawn from ``q`` (``profile.n`` reports): the bracket of its profile deficit at
-    ``h^T p = value`` (``kw``: :meth:`._lr_search._Search.deficit`'s), its own MLE fitted first."""
+def _draw_deficits(profile, q, h, value: float, gen, B: int, memo: dict, stop=None, **kw) -> list:
+    """``B`` report sets drawn from ``q`` (``profile.n`` reports each, in order from ``gen``): the brackets of
+    their profile deficits at ``h^T p = value`` (``kw``: :meth:`._lr_fits._Fits.deficit`'s), each draw's own
+    MLE fitted first.  The draws run two at a time where the cores allow (:func:`._parallel.draw_threads`),
+    each search starting from its own copy of ``memo`` (the tilt the reports' search ended at), so the brackets
+    are the same however they are scheduled.  ``stop(bracket)``: the brackets end at the first for which it is
+    true (the sequential test)."""
     from .likelihood_ratio import _search_of
 
     search = profile._search
-    counts = gen.multinomial(profile.n, q).astype(float)
-    return _search_of(profile._model, counts, profile.values, search._tol, search._max_iter,
-                      direct=True).deficit(h, value, **kw)
+    draws = [gen.multinomial(profile.n, q).astype(float) for _ in range(B)]
+
+    def one(counts):
+        return lambda: _search_of(profile._model, counts, profile.values, search._tol, search._max_iter,
+                                  direct=True).deficit(h, value, memo=dict(memo), **kw)
+
+    threads = draw_threads(profile._model)
+    out = []
+    for start in range(0, B, threads):
+        for bracket in concurrently(*(one(c) for c in draws[start:start + threads]), threads=threads):
+            out.append(bracket)
+            if stop is not None and stop(bracket):
+                return out
+    return out
 
 
 def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, kw: dict) -> Calibration:
@@ -210,14 +226,11 @@ def _calibrate(profile, stat: str, level: float, B: int, rng, sequential: bool, 
         deficit, memo = known[0], dict(known[1])
     q = _output_distribution(profile._model, profile.p)
     settle = (deficit, kappa_of(level), _WILKS_FAILS)  # exceedances, beyond, chi_square_fails
-    draws, lows = [], []
-    with search.blas():
-        for _ in range(B):
-            lo, hi = _draw_deficit(profile, q, h, t0, gen, decide=settle, memo=memo)  # settling each comparison
-            draws.append(max(hi, lo))
-            lows.append(lo)
-            if sequential and draws[-1] >= deficit:
-                break
+    with search.blas():  # settling each comparison; the sequential test stops at the first exceedance
+        brackets = _draw_deficits(profile, q, h, t0, gen, B, memo, decide=settle,
+                                  stop=(lambda b: max(b) >= deficit) if sequential else None)
+    draws = [max(hi, lo) for lo, hi in brackets]
+    lows = [lo for lo, _ in brackets]
     return Calibration(statistic=stat, value=t0, deficit=float(deficit), draws=np.array(draws, dtype=float),
                        draws_low=np.array(lows, dtype=float), B=B, level=level, sequential=sequential)
 
@@ -273,8 +286,7 @@ def _calibrated_end(profile, end_at, level: float, B: int, gen, max_rounds: int)
         if p is None:  # the end is the statistic's extreme: nothing further out
             break
         q = _output_distribution(profile._model, p)
-        memo = {}  # the draws' searches at one value start where the last one ended
-        draws = np.array([_draw_deficit(profile, q, h, value, gen, memo=memo)[1] for _ in range(B)])
+        draws = np.array([hi for _, hi in _draw_deficits(profile, q, h, value, gen, B, {})])
         rounds += 1
         crit = max(_critical(draws, level), kappa0)
         if crit <= 1.05 * kappa:
