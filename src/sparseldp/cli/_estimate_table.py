@@ -90,9 +90,9 @@ _DETECT_DRAWS = 7
 #: mean's interval (``likelihood_ratio.modelled_seconds``, a model of the iterations, not a clock: the same reports
 #: get the same output however busy the machine) times the domain's size over 100 (at least 1): its draws' MLE fits
 #: grow with the domain faster than the interval's searches.  Measured (randomized response at eps 3, 2026-12-01,
-#: 5 statistics each, the draws' MLEs by the interior point from the uniform start): 0.8-6.0 times the mean's
-#: modelled interval on 100 values (0.45-1.8 s against 0.15 s), 1.0-7.7 times on 400 values once divided by 4
-#: (9.7-21 s against 0.6 s, about 70 ms a draw, most of it the dense Gram and its Cholesky).  The budget was a clock before: on 400 values
+#: 5 statistics each, the draws' MLEs by the interior point from the uniform start, two draws at a time on 400
+#: values): 0.7-9.5 times the mean's modelled interval on 100 values (0.45-1.9 s against 0.15 s), 0.8-6.1 times on
+#: 400 values once divided by 4 (7.5-20 s against 0.6 s, most of it the dense Grams and their Cholesky).  The budget was a clock before: on 400 values
 #: whether the mean was calibrated then turned on the check's measured 0.10-0.11 s per draw (150 draws against 15 s).
 _CALIBRATED_UNITS = 7.0
 

@@ -119,8 +119,8 @@ __all__ = ["estimate_command"]
 _AUTO_PROFILE_SECONDS = 10.0
 #: Unasked (``--calibrate``'s default), LR intervals are calibrated one after another within this many seconds in all
 #: (``_estimate_table._calibrate_rows``: modelled seconds, not a clock).  Randomized response at eps 3 (2026-12-01): 100
-#: values, mean, variance and three quantiles calibrated (1.05 s modelled each, 0.45-1.8 s measured); 400 values, none
-#: (16.8 s modelled each; with --calibrate 9.7-21 s measured).
+#: values, mean, variance and three quantiles calibrated (1.05 s modelled each, 0.45-1.9 s measured); 400 values, none
+#: (16.8 s modelled each; with --calibrate 7.5-20 s measured).
 _AUTO_CALIBRATE_SECONDS = 15.0
 
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.

@@ -282,11 +282,12 @@ def _calibrated_end(profile, end_at, level: float, B: int, gen, max_rounds: int)
     kappa, rounds = kappa0, 0
     t, h, value = end_at(kappa)
     for _ in range(max_rounds):
-        _, _, p = search.deficit(h, value, point=True)
+        memo = {}  # the draws' searches start at the tilt this one ends at (the reports' constrained MLE)
+        _, _, p = search.deficit(h, value, point=True, memo=memo)
         if p is None:  # the end is the statistic's extreme: nothing further out
             break
         q = _output_distribution(profile._model, p)
-        draws = np.array([hi for _, hi in _draw_deficits(profile, q, h, value, gen, B, {})])
+        draws = np.array([hi for _, hi in _draw_deficits(profile, q, h, value, gen, B, memo)])
         rounds += 1
         crit = max(_critical(draws, level), kappa0)
         if crit <= 1.05 * kappa:
