@@ -1,6 +1,7 @@
 """Run every benchmarks/bench_*.py and print one table of medians and ratios.
 
 Usage: python benchmarks/run.py [name-substring ...]
+(with names, results.json keeps the rows of the benchmarks that did not run)
 Each module exposes ``run() -> list[dict]`` with keys ``name``, ``median_s``
 and optionally ``ratio`` and ``note``.  Timings are medians of repeated runs
 measured in the same process, so ratios compare like with like on a noisy,
@@ -46,6 +47,13 @@ def main(argv: list[str]) -> int:
             rows.append({"bench": path.stem, "name": "FAILED", "note": traceback.format_exc(limit=3)})
         print(f"   ({time.perf_counter() - t0:.1f} s)", flush=True)
     out = HERE / "results.json"
+    ran = {row["bench"] for row in rows}
+    if wanted and out.exists():  # a subset ran: keep the other benchmarks' rows from the last run
+        try:
+            kept = [row for row in json.loads(out.read_text()) if row.get("bench") not in ran]
+        except (ValueError, TypeError, AttributeError):
+            kept = []
+        rows = kept + rows
     out.write_text(json.dumps(rows, indent=1, default=str))
     print(f"wrote {out}")
     if failed:
