@@ -382,3 +382,19 @@ def test_draws_two_at_a_time_give_the_same_answers_as_one_at_a_time(monkeypatch)
         cal = prof.calibrated_interval("mean", B=9, rng=5, max_rounds=2)
         results.append((full.draws.tolist(), full.draws_low.tolist(), seq.draws.tolist(), (cal.low, cal.high)))
     assert results[0] == results[1]
+
+
+def test_the_profile_solves_point_sits_at_t_whatever_the_statistics_top():
+    # g need not reach 1 (an interpolated quantile's cell at the domain's end: g = [u, 0, ..., 0]): the solve's
+    # point is mixed towards g's top value so that g^T point = t exactly, and t at or beyond the top is left to the
+    # secant (None)
+    est = _counts(SparseLaplace(lam=0.3, s=21), np.exp(-0.5 * ((np.arange(30) - 12) / 4.0) ** 2), 20_000, seed=1)
+    search = est.profile(est.mechanism)._search
+    g = np.zeros(30)
+    g[12], g[13] = 0.5, 0.25
+    th0 = float(g @ search.mle)
+    for t in (th0 + 0.01, th0 + 0.05, 0.49):
+        upper, lower, point, _, _ = search._profile_point(g, t, th0, 0.01)
+        assert float(g @ point) == pytest.approx(t, abs=1e-12) and point.min() >= 0 and point.sum() == pytest.approx(1)
+        assert lower <= upper + 1e-9
+    assert search._profile_point(g, 0.5, th0, 0.01) is None and search._profile_point(g, 0.6, th0, 0.01) is None

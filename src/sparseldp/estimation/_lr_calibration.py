@@ -61,6 +61,9 @@ _ANY = 1e6
 # tilted fits alone (the one solve of the profile problem that comes first now, _lr_fits._Fits.deficit, closed
 # such brackets with no tilted fit in the cases measured).
 _OBSERVED_TOL = 0.25
+# A calibrated end moves out while its draws' critical value exceeds its threshold by this factor or more
+# (_calibrated_end).
+_MOVE_SLACK = 1.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,7 +293,7 @@ def _calibrated_end(profile, end_at, level: float, B: int, gen, max_rounds: int)
         draws = np.array([hi for _, hi in _draw_deficits(profile, q, h, value, gen, B, memo)])
         rounds += 1
         crit = max(_critical(draws, level), kappa0)
-        if crit <= 1.05 * kappa:
+        if crit <= _MOVE_SLACK * kappa:
             break
         kappa = crit
         # a draw whose deficit no fit could bracket counts as infinite: the end goes to the statistic's extreme
