@@ -406,8 +406,9 @@ def _search_of(model, counts, values, tol: float, max_iter: int, mle=None, direc
     low_rank = _low_rank_of(model, obs)  # wide smooth kernels: the interior point's systems through a factor
     # else the banded Gram by FFT (window channels), for the interior point's steps
     band = None if low_rank is not None else model.gram_band(obs)
-    if mle is None and direct and (low_rank is not None or _ipm_affordable(model.k, obs.size, bool(model.dense),
-                                                                           0 if model.dense else _band_width(A))):
+    width = 0 if model.dense else _band_width(A)
+    affordable = low_rank is not None or _ipm_affordable(model.k, obs.size, bool(model.dense), width)
+    if mle is None and direct and affordable:
         p, _, conv, _ = _ipm(A, AT, c, float(counts.sum()), tol, bool(model.dense), band, low_rank=low_rank)
         mle = p if conv else None
     if mle is None:
@@ -416,5 +417,5 @@ def _search_of(model, counts, values, tol: float, max_iter: int, mle=None, direc
         with warnings.catch_warnings():  # an uncertified MLE only loosens the bounds (L0 uses its likelihood)
             warnings.simplefilter("ignore")
             mle = np.asarray(_fit(model, counts, "em", tol, max_iter).p, dtype=float)
-    return _Search(A, AT, c, int(round(float(counts.sum()))), values, mle, bool(model.dense), tol, max_iter,
-                   0 if model.dense else _band_width(A), band, low_rank)
+    return _Search(A, AT, c, int(round(float(counts.sum()))), values, mle, bool(model.dense), tol, max_iter, width,
+                   band, low_rank)
