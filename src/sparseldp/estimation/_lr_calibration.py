@@ -160,10 +160,13 @@ def _linear(stat: str, p: np.ndarray, values: np.ndarray, kw: dict):
     from .stats import _check_point, _check_q, _check_range, _evaluate, _quantile
 
     v = values.astype(float)
-    _evaluate(stat, p, values, kw)  # the checks of stat and its keywords
-    if stat == "p":
+    if not isinstance(stat, str):
+        raise TypeError(f"stat must be a str (one of 'mean', 'var', 'quantile', 'cdf', 'range'); got "
+                        f"{type(stat).__name__} {stat!r}")
+    if stat not in ("mean", "var", "quantile", "cdf", "range"):
         raise ValueError("stat must be one of 'mean', 'var', 'quantile', 'cdf', 'range' for a calibration (one "
-                         "statistic at a time); got 'p'")
+                         f"statistic at a time); got {stat!r}")
+    _evaluate(stat, p, values, kw)  # the checks of the keywords
     for name, value in kw.items():
         if name != "method" and np.ndim(value) != 0:
             raise ValueError(f"{name} must be a single number for a calibration (one statistic at a time); got "
