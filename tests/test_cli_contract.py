@@ -670,6 +670,15 @@ def test_estimate_says_when_the_likelihood_ratio_intervals_are_too_narrow_for_th
     rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
                        "--no-profile", "-o", d / "rr_est2.csv")
     assert rc == 0 and "where g inverts the channel" in out and "papers' unbiased" not in out
+    # the plot's per-value outline is not calibrated: its legend says the chi-square threshold is too narrow here
+    import sparseldp.figures as figures
+
+    labels = []
+    render = figures.render_estimate
+    monkeypatch.setattr(figures, "render_estimate", lambda *a, **kw: labels.append(kw.get("lr_label")) or render(*a, **kw))
+    rc, out, err = run(capsys, "estimate", d / "rr.csv", "-m", d / "rr.json", "-c", "y", "--bootstrap", "0",
+                       "--no-calibrate", "-o", d / "rr_est8.csv", "--plot", d / "rr.png")
+    assert rc == 0 and (d / "rr.png").exists() and labels and "too narrow for these reports" in labels[-1]
     # the budget is modelled, not clocked: one and a half statistics' worth calibrates the mean alone, every run
     unit = mean["lr_calibrated"]["modelled_seconds"]
     assert unit > 0 and all(r["lr_calibrated"]["modelled_seconds"] == unit for r in summary["statistics"])
@@ -740,7 +749,9 @@ def test_estimate_plot_draws_each_values_interval_unasked_where_modelled_cheap(d
 
     drawn = []
     render = figures.render_estimate
-    monkeypatch.setattr(figures, "render_estimate", lambda *a, **kw: drawn.append(kw.get("lr")) or render(*a, **kw))
+    labels = []
+    monkeypatch.setattr(figures, "render_estimate", lambda *a, **kw: drawn.append(kw.get("lr"))
+                        or labels.append(kw.get("lr_label")) or render(*a, **kw))
     rep = _reports(d)
     base = ["estimate", rep, "-m", d / "mech.json", "-c", "y", "--domain", "0:9", "--bootstrap", "20"]
     rc, out, err = run(capsys, *base, "-o", d / "u.csv", "--json", "--plot", d / "u.png")
@@ -758,6 +769,7 @@ def test_estimate_plot_draws_each_values_interval_unasked_where_modelled_cheap(d
     want = est.profile(mech).interval("p")
     np.testing.assert_allclose(drawn[-1][0], want[0], atol=1e-12)
     np.testing.assert_allclose(drawn[-1][1], want[1], atol=1e-12)
+    assert labels[-1] == "95% likelihood-ratio interval per value"  # the check passes here: no "too narrow"
     rc, out, err = run(capsys, *base, "-o", d / "u2.csv", "--json", "--plot", d / "u2.png", "--no-profile")
     assert rc == 0, err
     summary = json.loads(out)

@@ -317,13 +317,12 @@ def estimate_command(
                                                           calibrate, _AUTO_CALIBRATE_SECONDS)
     for value in ([float(mean), float(mean.stderr)] if mean is not None else []) + [float(np.sum(est.p))]:
         if not np.isfinite(value):  # never print or write a NaN as if it were a number
-            raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger "
-                             "--domain")
+            raise ValueError("the estimate is not finite (a numerical failure); try --method ems or a larger --domain")
     plot_bytes = None
     if plot is not None:
         true_p = None if truth is None else _true_histogram(truth, truth_column or column, dom)
         plot_bytes = _plot_bytes(est, mean, spec.guarantee, column, rc.n, plot_fmt, true_p, per_value, lr_value,
-                                 confidence, widened)
+                                 confidence, widened, bool((stats_rows[0].get("lr_check") or {}).get("chi_square_fails")))
     where = "stdout" if is_stdio(output) else str(output)
     summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
                        profile, profile_values, lr_seconds, booted,
@@ -401,15 +400,16 @@ def _true_histogram(truth: Path, column: str, dom) -> np.ndarray:
     return counts / counts.sum()
 
 
-def _plot_bytes(est, mean, guarantee, column, n, plot_fmt, true_p, per_value, lr_value, confidence, widened):
-    """``--plot``'s file: the estimate with its interval band, each value's LR interval and the truth."""
+def _plot_bytes(est, mean, guarantee, column, n, plot_fmt, true_p, per_value, lr_value, confidence, widened, narrow):
+    """``--plot``'s file: the estimate, its band, each value's LR interval (too narrow where the check fails), the truth."""
     from ..figures import render_estimate
 
     return render_estimate(est.values, est.p, mean=mean, column=column,
                            guarantee=None if guarantee is None else guarantee.describe(),
                            method=est.method, n=n, fmt=plot_fmt, true_p=true_p, ci=per_value,
                            ci_label=f"{confidence:.0%} interval per value" + (" (robust)" if widened else ""),
-                           lr=lr_value, lr_label=f"{confidence:.0%} likelihood-ratio interval per value")
+                           lr=lr_value, lr_label=f"{confidence:.0%} likelihood-ratio interval per value"
+                           + (" (chi-square: too narrow for these reports)" if narrow else ""))
 
 
 def _summary_console(output):
