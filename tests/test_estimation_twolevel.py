@@ -57,7 +57,7 @@ def test_products_match_the_dense_channel(name, subset):
     rng = np.random.default_rng(7)
     idx = np.sort(rng.choice(model.m, model.m * 2 // 3, replace=False)) if subset else np.arange(model.m)
     A, AT = model.fast_columns(idx)
-    assert type(A).__name__ == "_A" and A.shape == (k, idx.size) and AT.shape == (idx.size, k)
+    assert type(A).__name__ == "_Side" and not A._t and AT._t and A.shape == (k, idx.size) and AT.shape == (idx.size, k)
     D = model.S[:, idx]
     assert np.array_equal(A.matrix, D) and np.array_equal(AT.matrix, D.T) and np.array_equal(A.toarray(), D)
     assert dense_of(A) is A.matrix and dense_of(D) is D
@@ -117,7 +117,7 @@ def test_small_channels_keep_dense_products(monkeypatch):
     small = _model(sl.baselines.randomized_response(eps=1.0, domain=(0, 199)), (0, 199))
     assert isinstance(small.fast_columns(np.arange(small.m))[0], np.ndarray)
     large = _model(sl.baselines.randomized_response(eps=1.0, domain=(0, 399)), (0, 399))
-    assert type(large.fast_columns(np.arange(large.m))[0]).__name__ == "_A"
+    assert type(large.fast_columns(np.arange(large.m))[0]).__name__ == "_Side"
 
 
 @settings(max_examples=60, deadline=None)
@@ -194,7 +194,7 @@ def test_bootstrap_ems_refits_take_the_two_level_products(monkeypatch, dense_onl
 
         monkeypatch.setattr(refits, name, spy)
     fast = est.mean(ci=est.bootstrap(mech, B=20, rng=3))[1]
-    assert seen and set(seen) == {"_A"}
+    assert seen and set(seen) == {"_Side"}
     seen.clear()
     est_em = estimate_frequencies_full(reports, mech, domain=(0, k - 1), method="em")
     est_em.bootstrap(mech, B=4, rng=3)

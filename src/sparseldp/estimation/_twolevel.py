@@ -122,7 +122,7 @@ class TwoLevel:
         if idx.size == 0 or np.any(np.diff(idx) <= 0) or self.k * idx.size < _MIN_ENTRIES:
             return None
         products = _Products(self, idx)
-        return _A(products), _AT(products)
+        return _Side(products, False), _Side(products, True)
 
 
 class _Products:
@@ -197,40 +197,23 @@ class _Products:
         return out[:, 0] if flat else out
 
 
-class _A:
-    """``A`` (``k x len(idx)``): ``A @ R``."""
+class _Side:
+    """``A`` (``k x len(idx)``: ``A @ R``) or, ``transposed``, ``A^T`` (``len(idx) x k``: ``AT @ P``) of the
+    two-level products."""
 
-    def __init__(self, products: _Products):
-        self._p = products
-        self.shape = (products.k, products.m)
+    def __init__(self, products: _Products, transposed: bool):
+        self._p, self._t = products, transposed
+        self.shape = (products.m, products.k) if transposed else (products.k, products.m)
 
-    def __matmul__(self, R):
-        return self._p.a(R)
-
-    @property
-    def matrix(self) -> np.ndarray:
-        return self._p.matrix
-
-    def toarray(self) -> np.ndarray:
-        return self._p.matrix
-
-
-class _AT:
-    """``A^T`` (``len(idx) x k``): ``AT @ P``."""
-
-    def __init__(self, products: _Products):
-        self._p = products
-        self.shape = (products.m, products.k)
-
-    def __matmul__(self, P):
-        return self._p.at(P)
+    def __matmul__(self, X):
+        return self._p.at(X) if self._t else self._p.a(X)
 
     @property
     def matrix(self) -> np.ndarray:
-        return self._p.matrix_t
+        return self._p.matrix_t if self._t else self._p.matrix
 
     def toarray(self) -> np.ndarray:
-        return self._p.matrix_t
+        return self.matrix
 
 
 def dense_of(M):
