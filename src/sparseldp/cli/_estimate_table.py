@@ -166,6 +166,12 @@ def _lr_check(prof, est, target, key: str, level: float, kw: dict, detect: bool,
     return out
 
 
+def _too_narrow(rows) -> list:
+    """The statistics whose check by simulation found the chi-square threshold fails for these reports (the
+    too-narrow warning's, and the plot's outline label's)."""
+    return [r for r in rows if (r.get("lr_check") or {}).get("chi_square_fails")]
+
+
 def _lr_notes(rows, ruled_out, confidence) -> list:
     """The stderr lines for statistics outside their likelihood-ratio intervals: disfavoured (no simulation from
     the estimate came as far from its maximum at its value, or not checked), or cleared by the simulation, as
@@ -188,7 +194,7 @@ def _lr_notes(rows, ruled_out, confidence) -> list:
                      f"likelihood-ratio interval: {'; '.join(where(r) + how(r) for r in out)}; a regularized "
                      "estimate's bias is the usual cause (far outside: atoms or heaps smoothed away)")
     cleared = [r for r in rows if _outside(r) and r["statistic"] not in ruled_out]
-    fails = [r for r in rows if r.get("lr_check", {}).get("chi_square_fails")]
+    fails = _too_narrow(rows)
     if fails:
         r, check = fails[0], fails[0]["lr_check"]
         notes.append(f"warning: the likelihood-ratio intervals are too narrow for these reports: simulated from "

@@ -95,7 +95,8 @@ from .._format import format_upper
 from . import app
 from ._common import Command, atomic_write_all, check_distinct_paths, check_output, fmt, guarantee_text, \
     is_stdio, one_of, parse_domain, print_json, stage, stdout_console
-from ._estimate_table import _lr_notes, _parse_quantiles, _statistics, _summary, _table_bytes, _table_format
+from ._estimate_table import (_lr_notes, _parse_quantiles, _statistics, _summary, _table_bytes, _table_format,
+                              _too_narrow)
 
 #: Largest --max-iter.
 MAX_ITER = 10_000_000
@@ -117,10 +118,9 @@ __all__ = ["estimate_command"]
 #: 19.0 s (3.9 / 6.5 / 18.9).  The rule before (on for at most 200 values) left them off on domains where they
 #: cost a few seconds, and those are where a wide kernel's bootstrap intervals miss.
 _AUTO_PROFILE_SECONDS = 10.0
-#: Unasked (``--calibrate``'s default), LR intervals are calibrated one after another within this many seconds in all
-#: (``_estimate_table._calibrate_rows``: modelled seconds, not a clock).  Randomized response at eps 3 (2026-12-01): 100
-#: values, mean, variance and three quantiles calibrated (1.05 s modelled each, 0.45-1.9 s measured); 400 values, none
-#: (16.8 s modelled each; with --calibrate 7.5-20 s measured).
+#: Unasked, LR intervals are calibrated one after another within this many modelled seconds in all (not a clock:
+#: ``_estimate_table._calibrate_rows``).  Randomized response at eps 3 (2026-12-01): 100 values, all five calibrated
+#: (1.05 s modelled each, 0.45-1.9 s measured); 400 values, none (16.8 s each; --calibrate: 7.5-20 s measured).
 _AUTO_CALIBRATE_SECONDS = 15.0
 
 # What the mean line's estimator is (estimate_mean's method), beside the distribution estimate's mean.
@@ -322,7 +322,7 @@ def estimate_command(
     if plot is not None:
         true_p = None if truth is None else _true_histogram(truth, truth_column or column, dom)
         plot_bytes = _plot_bytes(est, mean, spec.guarantee, column, rc.n, plot_fmt, true_p, per_value, lr_value,
-                                 confidence, widened, bool((stats_rows[0].get("lr_check") or {}).get("chi_square_fails")))
+                                 confidence, widened, bool(_too_narrow(stats_rows)))
     where = "stdout" if is_stdio(output) else str(output)
     summary = _summary(est, rc.n, dom, mean, spec.guarantee, where, method, smooth, stats_rows, boot, robust,
                        profile, profile_values, lr_seconds, booted,

@@ -59,8 +59,8 @@ from .._validation import check_bool, check_int, one_of
 from ..design.finite import _check_prior, _check_target
 from ..errors import InfeasibleError
 from ..estimation import METHODS as _METHODS, ConvergenceWarning, estimate_frequencies_full
-from .calibration import SPARSE, TooLargeError, calibrate_family
 from ..estimation._information import INVERSION_METHOD
+from .calibration import SPARSE, TooLargeError, calibrate_family
 from .metrics import distortion, distribution_errors, exact_rmse, unbiased_mean_estimator, report_counts, \
     simulate_counts
 from .populations import SHAPES, default_population, population_shape

@@ -79,22 +79,18 @@ class _Search(_Fits):
             fast = self._profile_point(h, threshold, theta0, _PROFILE_TOL,
                                        None if memo is None else memo.setdefault("profile", {}))
             if fast is not None:
-                _, ll, point, u_fast, M = fast[:5]
+                _, ll, point, u_fast, M = fast
                 if u_fast is not None:  # its tilt's bound is below the threshold exactly when the solve's is below L0
                     tally.add(-math.expm1((L0 - M) / n) / math.exp(u_fast), threshold if ll >= L0 else None, point)
                     u = min(u_max, u_fast)
                 elif ll >= L0:
                     tally.add(1.0, threshold, point)
-                if tally.decided:
-                    if memo is not None:
-                        memo["u"], memo["point"] = u, tally.point
-                        if pool is not None and tally.point is not self.mle:
-                            pool.append(tally.point)
-                    return tally.value
+                if memo is not None:
+                    memo["u"] = u
         steps = _Secant(kappa, u_max)
         p_warm = self.mle
         starts = {}  # this search's interior-point starts (_tilted)
-        for _ in range(_MAX_SOLVES):
+        for _ in range(_MAX_SOLVES if not tally.decided else 0):  # the solve may have settled it
             beta = math.exp(u)
             out = self._tilted(1.0 - beta * h, p_warm, starts)
             if memo is not None:
