@@ -88,6 +88,23 @@ def test_range_alias(capsys):
     assert run_json(capsys, *dbase, "--H", 3) == run_json(capsys, *dbase, "--range", 3)
 
 
+def test_spec_alias_of_mechanism(capsys, tmp_path):
+    """`design -o` writes a "mechanism spec": every command that reads one takes --spec as well as --mechanism."""
+    spec = tmp_path / "spec.json"
+    assert run(capsys, "design", "--family", "laplace", "--lam", 0.5, "--eps", 1, "--delta", 0.3, "--H", 3,
+               "-o", spec)[0] == 0
+    base = ["account", "--eps", 1, "--H", 3, "--json"]
+    assert run_json(capsys, *base, "--spec", spec) == run_json(capsys, *base, "--mechanism", spec)
+    src = tmp_path / "in.csv"
+    src.write_text("v\n" + "\n".join(str(i % 7) for i in range(50)) + "\n")
+    outs = []
+    for flag in ("--spec", "--mechanism"):
+        out = tmp_path / f"out{flag}.csv"
+        assert run(capsys, "privatize", src, flag, spec, "-c", "v", "-o", out, "--seed", 3)[0] == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1] and outs[0].startswith("v\n")
+
+
 def test_account_table(capsys):
     rc, out, err = run(capsys, "account", "--family", "laplace", "--lam", 0.5, "--s", 7, "--eps", 1, "--H", 3)
     assert rc == 0 and err == ""

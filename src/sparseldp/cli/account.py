@@ -327,7 +327,7 @@ def account(
     lam: Annotated[Optional[float], typer.Option("--lam", help="Laplace inverse temperature (laplace only).")] = None,
     sigma: Annotated[Optional[float], typer.Option("--sigma", help="Gaussian scale (gaussian only).")] = None,
     mechanism: Annotated[Optional[Path], typer.Option(
-        "--mechanism", "-m", help="Account a mechanism spec (JSON) instead; its recorded claims are checked.",
+        "--mechanism", "--spec", "-m", help="Account a mechanism spec (JSON) instead; its recorded claims are checked.",
         show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (all h) instead of a table.")] = False,
     summary: Annotated[bool, typer.Option(

@@ -138,7 +138,7 @@ _MEAN_METHODS = {
 def estimate_command(
     input: Annotated[Path, typer.Argument(
         help="File of reports (.csv, .tsv, .parquet or .pq), or - for CSV on stdin.", show_default=False)],
-    mechanism: Annotated[Path, typer.Option("--mechanism", "-m", help="Mechanism spec (JSON) that made the reports.")],
+    mechanism: Annotated[Path, typer.Option("--mechanism", "--spec", "-m", help="Mechanism spec (JSON) that made the reports.")],
     column: Annotated[str, typer.Option("--column", "-c", help="Name of the report column.")],
     output: Annotated[Path, typer.Option(
         "-o", "--output", help="Output table value,frequency for lo..hi: .csv, .tsv, .parquet, or - for CSV on "

@@ -165,7 +165,7 @@ def _exact_per_person(spec, guarantee, k: int):
 def privatize_command(
     input: Annotated[Path, typer.Argument(help="Input file (.csv, .tsv, .parquet or .pq), or - for CSV on stdin.",
                                           show_default=False)],
-    mechanism: Annotated[Path, typer.Option("--mechanism", "-m",
+    mechanism: Annotated[Path, typer.Option("--mechanism", "--spec", "-m",
                                             help="Mechanism spec (JSON), e.g. from `sparseldp design -o`.")],
     output: Annotated[Path, typer.Option("-o", "--output",
                                          help="Output file (same format as the input), or - for stdout (CSV or TSV, as the input).")],

@@ -38,7 +38,7 @@ __all__ = ["report_command"]
 
 @app.command("report", cls=Command)
 def report_command(
-    mechanism: Annotated[Path, typer.Option("--mechanism", "-m", help="Mechanism spec (JSON), e.g. from "
+    mechanism: Annotated[Path, typer.Option("--mechanism", "--spec", "-m", help="Mechanism spec (JSON), e.g. from "
                                             "`sparseldp design -o`.", show_default=False)],
     output: Annotated[Path, typer.Option("-o", "--output", help="The HTML page to write, or - for stdout.",
                                          show_default=False)],
