@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sparseldp import SparseGaussian, SparseLaplace
@@ -244,6 +244,37 @@ def test_secant_search_finds_the_first_value_reaching_the_level(k, cut, start, s
     want = min(cut, k - 1)
     assert got == want
     assert len(calls) <= 4 * (abs(want - s) + 1).bit_length() + 10
+
+
+@given(a=st.floats(0.3, 6.0), log_c=st.floats(-20.0, 20.0), log_kappa=st.floats(-8.0, 3.0),
+       u0=st.floats(-25.0, -0.5), slope=st.sampled_from([1.0, 2.0]), flat=st.floats(-30.0, -1.0))
+def test_tilt_secant_reaches_its_target_inside_its_bracket(a, log_c, log_kappa, u0, slope, flat):
+    # d(u) = c e^(a u) up to a flat floor below u = flat (positivity binding): the steps keep every bracket they
+    # found and end, within 40 steps, with d within 1e-6 of kappa (relative), or with a bracket narrower than its width around it
+    from sparseldp.estimation._roots import _Secant
+
+    kappa, u_max = math.exp(log_kappa), math.log1p(-1e-9)
+    root = (log_kappa - log_c) / a
+    assume(flat < root < u_max - 1e-3)
+
+    def d(u):
+        return math.exp(log_c + a * max(u, flat))
+
+    steps = _Secant(kappa, u_max, slope=slope, slope_max=4.0 * slope, width=1e-12)
+    u = min(u0, u_max)
+    for _ in range(40):  # the searches' budget (_lr_fits._MAX_SOLVES)
+        du = d(u)
+        if abs(math.log(du / kappa)) < 1e-6:
+            return
+        nxt = steps.next(u, du)
+        for end, inside in ((steps.lo, True), (steps.hi, False)):
+            if end is not None:
+                assert (d(end) < kappa) == inside
+        if nxt is None:
+            assert steps.lo is not None and steps.hi is not None and steps.lo <= root <= steps.hi + 1e-9
+            return
+        u = nxt
+    raise AssertionError("no convergence in 40 steps")
 
 
 def test_secant_search_takes_fewer_calls_on_smooth_values():

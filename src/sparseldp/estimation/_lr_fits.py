@@ -19,6 +19,7 @@ import scipy.sparse as sp
 
 from ._ipm import _ipm, _ipm_affordable
 from ._parallel import side_by_side, small_blas
+from ._roots import _Secant
 from .mle import _certificate, _mle
 
 # Tilted fits per search at most.
@@ -242,8 +243,8 @@ class _Fits:
         u_max = math.log1p(-_BETA_GAP)
         if memo is not None and memo.get(side) is not None:
             u = min(memo[side], u_max)
-        lo_u = hi_u = prev = None
         starts, warm = {}, self.mle
+        steps = _Secant(t - th0, u_max, slope=1.0, slope_max=4.0, width=1e-12)
         fast = self._profile_point(g, t, th0, 0.5 * tol)  # one solve of the profile problem itself
         if fast is not None:
             upper, lower, best, u_fast, _ = fast
@@ -257,11 +258,10 @@ class _Fits:
             upper = min(upper, M + n * math.log1p(-beta * t))
             tp = float(g @ p)
             if tp >= t:
-                hi_u = u
                 if above is None or ll > above[1]:
                     above = (tp, ll, p)
             else:
-                lo_u, warm = u, p
+                warm = p
                 if tp > below[0]:
                     below = (tp, ll, p)
             if above is not None:
@@ -272,16 +272,8 @@ class _Fits:
                     lower, best = ll_mix, mix
             if self._settled(L, upper, lower, tol, decide):
                 break
-            d = max(tp - th0, 1e-300)
-            slope = 1.0
-            if prev is not None and u != prev[0]:
-                slope = min(4.0, max(0.25, (math.log(d) - prev[1]) / (u - prev[0])))
-            prev = (u, math.log(d))
-            step = max(-math.log(16.0), min(math.log(16.0), math.log((t - th0) / d) / slope))
-            u_new = min(u_max, u + step)
-            if lo_u is not None and hi_u is not None and not lo_u < u_new < hi_u:
-                u_new = 0.5 * (lo_u + hi_u)
-            if u_new == u or (hi_u is not None and lo_u is not None and hi_u - lo_u < 1e-12):
+            u_new = steps.next(u, max(tp - th0, 1e-300))
+            if u_new is None:
                 break
             u = u_new
         if memo is not None:

@@ -106,7 +106,7 @@ class _Search(_Fits):
                 p_warm = p
                 if u >= u_max:  # h's top is reachable inside the set
                     break
-            u = steps.next(u, r)
+            u = steps.next(u, self.loglik - ll)
             if u is None:
                 break
         if memo is not None:

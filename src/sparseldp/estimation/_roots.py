@@ -10,40 +10,45 @@ import math
 
 
 class _Secant:
-    """The next tilt of the boundary search.
+    """The next tilt of a search for the tilt whose fit puts a positive quantity ``d`` at a target ``kappa``.
 
-    Near the MLE the set's frontier is quadratic: the drop ``d(beta) = loglik(MLE) - loglik(p_beta)`` grows
-    as ``(n beta se)^2 / 2``, so ``log d`` is about linear in ``u = log beta`` (slope 2).  The search steps to
-    ``d = kappa`` along that line, its slope re-estimated from the last two fits (a secant on ``log d``),
-    inside the bracket of fits on either side of the boundary once there is one (else bisection)."""
+    Two searches use it.  The boundary search (:meth:`._lr_search._Search.upper`): near the MLE the set's
+    frontier is quadratic, the drop ``d(beta) = loglik(MLE) - loglik(p_beta)`` grows as ``(n beta se)^2 / 2``,
+    so ``log d`` is about linear in ``u = log beta`` (slope 2); ``kappa`` is the set's depth.  The profile
+    deficit's (:meth:`._lr_fits._Fits.deficit`): ``d`` is the tilted fit's shift ``h^T p_beta - h^T MLE``,
+    about linear in ``beta`` (slope 1), ``kappa`` the shift to the value tested.  Each step goes to ``d = kappa``
+    along that line, its slope re-estimated from the last two fits (a secant on ``log d``, kept in
+    ``[1/4, slope_max]``: a flat ``d``, where positivity binds and the tilted fits sit on the same face of the
+    simplex and barely move, takes the longest step, not the guess's short one), inside the bracket of fits on
+    either side of the target once there is one (else bisection)."""
 
-    def __init__(self, kappa: float, u_max: float):
+    def __init__(self, kappa: float, u_max: float, slope: float = 2.0, slope_max: float = 8.0,
+                 width: float = 1e-9):
         self.kappa, self.u_max = kappa, u_max
-        self.lo = self.hi = self.prev = None  # u with r > 0 (inside the set), u with r < 0; the last (u, log d)
+        self.slope, self.slope_max, self.width = slope, slope_max, width
+        self.lo = self.hi = self.prev = None  # u with d < kappa, u with d >= kappa; the last (u, log d)
 
-    def next(self, u: float, r: float):
-        """The next ``u`` after a fit at ``u`` that sits ``r`` nats above the set's boundary; ``None``: stop."""
-        if r > 0:
+    def next(self, u: float, d: float):
+        """The next ``u`` after a fit at ``u`` that put the quantity at ``d``; ``None``: stop (the bracket is
+        narrower than ``width``, or the step would not move)."""
+        if d < self.kappa:
             self.lo = u
         else:
             self.hi = u
-        d = self.kappa - r
-        slope = 2.0
+        slope = self.slope
         if self.prev is not None and d > 0 and u != self.prev[0]:
-            # kept in [1/4, 8]: a flat drop (positivity binds: the tilted fits sit on the same face of the
-            # simplex and barely move) takes the longest step, not the quadratic guess's short one
-            slope = min(8.0, max(0.25, (math.log(d) - self.prev[1]) / (u - self.prev[0])))
+            slope = min(self.slope_max, max(0.25, (math.log(d) - self.prev[1]) / (u - self.prev[0])))
         step = math.log(self.kappa / d) / slope if d > 0 else math.log(4.0)
         step = max(-math.log(16.0), min(math.log(16.0), step))
         if d > 0:
             self.prev = (u, math.log(d))
         u_new = min(self.u_max, u + step)
         if self.lo is not None and self.hi is not None:
-            if self.hi - self.lo < 1e-9:
+            if self.hi - self.lo < self.width:
                 return None
             if not (self.lo < u_new < self.hi):
                 u_new = 0.5 * (self.lo + self.hi)
-        return u_new
+        return None if u_new == u else u_new
 
 
 def _first_reaching(value, level: float, start: int, k: int, strict: bool = False) -> int:
