@@ -449,6 +449,19 @@ def rule_auto(d, ratio=None, nats=None, diff_se=None):
                         nats=auto._SLACK_NATS if nats is None else nats, diff_se=diff_se)
 
 
+def _without_mle_cap(rule, d):
+    """``rule(d)`` with the stability switch's absolute cap on the MLE's fold spread (``auto._AMBIGUOUS_TV``,
+    2026-12-01) lifted: auto's rule before it."""
+    from sparseldp.estimation import auto
+
+    cap = auto._AMBIGUOUS_TV
+    auto._AMBIGUOUS_TV = float("inf")
+    try:
+        return rule(d)
+    finally:
+        auto._AMBIGUOUS_TV = cap
+
+
 def rule_auto_fold_se(d, larger):
     """auto's rule with the cross-validation standard error across the folds (Hastie, Tibshirani and
     Friedman, sec. 7.10): ``sqrt(K)`` times the standard deviation of the K per-fold differences, which
@@ -556,7 +569,8 @@ RULES = {
     **{f"the same, MLE if as stable (ratio {r:g})": (lambda d, r=r: rule_auto(d, r, 0.0)) for r in (1, 1.1, 1.5, 2, 1.25)},
     "the same, without the flow members (before 2026-11-28)": lambda d: rule_auto(_without_flow(d), nats=0.0),
     **{f"the same, slack 1 SE or {t:g} nats": (lambda d, t=t: rule_auto(d, nats=t)) for t in (0.25, 0.5, 1.5, 2, 3, 5)},
-    "the same, slack 1 SE or 1 nat: auto": rule_auto,
+    "the same, slack 1 SE or 1 nat (before 2026-12-01)": lambda d: _without_mle_cap(rule_auto, d),
+    "the same, and no MLE whose fold spread is 0.3 or more: auto": rule_auto,
     "auto with the folds' CV standard error": lambda d: rule_auto_fold_se(d, False),
     "auto with the larger of the two standard errors": lambda d: rule_auto_fold_se(d, True),
     **{f"{c:g} SE": (lambda d, c=c: rule_se(d, c)) for c in (0, 0.5, 1, 1.5, 2)},
