@@ -65,11 +65,8 @@ def _statistics(est, target, qs, rng_range, B, smooth, level, qmethod="inverted_
         rows.append(stat(f"P({a} <= X <= {c})", est.range, "range", a=a, b=c))
         calibratable.append((rows[-1], "range", {"a": a, "b": c}))
     if prof is not None:  # --no-calibrate: no budget at all (the warning still says how to ask)
-        from ..estimation.likelihood_ratio import modelled_seconds
-
-        unit = _CALIBRATED_UNITS * modelled_seconds(est, target, ["mean"]) * max(1.0, est.p.size / 100.0)
         _calibrate_rows(prof, calibratable, level, None if calibrate else auto_seconds if calibrate is None else -1.0,
-                        unit)
+                        est, target)
     per_value = None if b is None else b.interval("p", level=level)
     return rows, per_value, prof.interval("p", level) if each else None, b
 
@@ -97,15 +94,19 @@ _DETECT_DRAWS = 7
 _CALIBRATED_UNITS = 7.0
 
 
-def _calibrate_rows(prof, calibratable, level: float, budget, unit: float) -> None:
+def _calibrate_rows(prof, calibratable, level: float, budget, est, target) -> None:
     """Replace the statistics' likelihood-ratio intervals by calibrated ones where the mean's check says the
     chi-square threshold fails (``lr_calibrated`` in their rows: the thresholds, or why not).  ``None``: asked,
-    every statistic; else one after another while their modelled seconds (``unit`` each) stay within ``budget``."""
+    every statistic; else one after another while their modelled seconds (each :data:`_CALIBRATED_UNITS` times
+    the mean's modelled interval on ``est``'s counts, times the domain's size over 100) stay within ``budget``."""
     import time
+
+    from ..estimation.likelihood_ratio import modelled_seconds
 
     check = calibratable[0][0].get("lr_check") or {}
     if not check.get("chi_square_fails"):
         return
+    unit = _CALIBRATED_UNITS * modelled_seconds(est, target, ["mean"]) * max(1.0, est.p.size / 100.0)
     modelled = 0.0
     for row, key, kw in calibratable:
         if budget is not None and modelled + unit > budget:

@@ -401,7 +401,7 @@ def _true_histogram(truth: Path, column: str, dom) -> np.ndarray:
 
 
 def _plot_bytes(est, mean, guarantee, column, n, plot_fmt, true_p, per_value, lr_value, confidence, widened, narrow):
-    """``--plot``'s file: the estimate, its band, each value's LR interval (too narrow where the check fails), the truth."""
+    """``--plot``'s file: the estimate, its band, each value's LR interval (``narrow``: labelled too narrow), the truth."""
     from ..figures import render_estimate
 
     return render_estimate(est.values, est.p, mean=mean, column=column,

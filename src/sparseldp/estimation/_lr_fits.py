@@ -141,14 +141,14 @@ class _Fits:
 
     def _profile_point(self, g, t, th0, tol, warm=None):
         """One interior-point solve of the profile problem ``max {loglik(p) : g^T p = t}`` (``_ipm._ipm`` with
-        ``profile``; ``g`` in ``[0, 1]``, ``th0 = g^T MLE < t``): ``(upper, lower, point, u)``.  ``upper`` bounds
+        ``profile``; ``g`` in ``[0, 1]``, ``th0 = g^T MLE < t``): ``(upper, lower, point, u, M)``.  ``upper`` bounds
         the profile from above through the tilt the solve's multiplier gives (its fit's certificate at the
         solve's point, as :meth:`deficit` bounds any tilt's); ``lower`` is the likelihood of ``point``, the
         solve's point mixed with the MLE (below ``t``) or with a value at ``g``'s top so that ``g^T point = t``
         exactly; ``u`` the log of the tilt (``None`` where it is not positive).  ``None`` where an interior-point
         iteration is not affordable on this channel (``_tilted``'s rule), where ``t`` is not below ``g``'s top,
-        or where the solve gives no usable point.
-        ``M`` (a fifth entry) is the tilted problem's certified maximum behind ``upper`` (``inf`` without a tilt).
+        or where the solve gives no usable point.  ``M`` is the tilted problem's certified maximum behind
+        ``upper`` (``inf`` without a tilt).
         ``warm`` (a dict, or ``None``): the solve starts at the point and multiplier the last solve with it left
         there (the quantiles' probes of neighbouring values), and leaves its own: on dense channels only, the first
         solve with it cold, and once a warm start takes more iterations than that one did, the later ones cold too.

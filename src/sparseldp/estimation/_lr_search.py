@@ -81,7 +81,7 @@ class _Search(_Fits):
             if fast is not None:
                 _, ll, point, u_fast, M = fast
                 if u_fast is not None:  # its tilt's bound is below the threshold exactly when the solve's is below L0
-                    tally.add(-math.expm1((L0 - M) / n) / math.exp(u_fast), threshold if ll >= L0 else None, point)
+                    tally.add(_tilt_bound(M, L0, n, math.exp(u_fast)), threshold if ll >= L0 else None, point)
                     u = min(u_max, u_fast)
                 elif ll >= L0:
                     tally.add(1.0, threshold, point)
@@ -98,7 +98,7 @@ class _Search(_Fits):
             if out is None:
                 break
             p, ll, M = out
-            tally.add(-math.expm1((L0 - M) / n) / beta, float(h @ p) if ll >= L0 else None, p)
+            tally.add(_tilt_bound(M, L0, n, beta), float(h @ p) if ll >= L0 else None, p)
             r = ll - L0
             if abs(r) <= _BOUNDARY_TOL or tally.decided:
                 break
@@ -288,6 +288,13 @@ class _Search(_Fits):
 
         t_lo, t_hi = concurrently(low_end, high_end, threads=self._threads)
         return t_lo, t_hi
+
+
+def _tilt_bound(M: float, L0: float, n: float, beta: float) -> float:
+    """The outer bound on ``h^T p`` (``h`` in ``[0, 1]``) over the set ``loglik(p) >= L0`` that a tilt ``beta``
+    gives: ``(1 - exp((L0 - M) / n)) / beta``, ``M`` the tilted problem's certified maximum (module docstring of
+    :mod:`.likelihood_ratio`)."""
+    return -math.expm1((L0 - M) / n) / beta
 
 
 class _Tally:
