@@ -153,7 +153,7 @@ def test_respects_max_iter():
         est = estimate_frequencies(y, MECH, domain=(0, K - 1), method="auto", max_iter=20, return_info=True)
     assert est.iterations <= 20
     if est.regularization.startswith("em steps="):
-        assert int(est.regularization.split("=")[1]) <= 20
+        assert int(est.regularization.split("=")[1].split()[0]) <= 20  # "em steps=t" or "em steps=t atoms=..."
     # a refit cut short by the budget says so, and only then
     warned = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert bool(warned) == (not est.converged), (est.regularization, est.converged, [str(w.message) for w in warned])
@@ -198,8 +198,9 @@ def test_mle_left_off_the_selection_once_the_em_path_turns_down(monkeypatch, sha
     scores, H, _, _, _ = auto._select(model, c, 2_000)
     assert (("mle", 0) not in scores) == turned
     # flow: on cheap dense channels only; time: where every fold's EM reaches the (full) cap; the classical
-    # stop: where every fold reaches it within the run
-    assert set(scores) >= {key for key in auto._PATH if key[0] not in ("mle", "flow", "time", "classic")}
+    # stop: where every fold reaches it within the run; atoms: with the MLE, where it has atoms on every fold
+    assert set(scores) >= {key for key in auto._PATH if key[0] not in ("mle", "flow", "time", "classic", "atoms")}
+    assert (("atoms", 1) in scores) == (shape == "point")
     monkeypatch.setattr(auto, "_TURN_SE", np.inf)
     assert ("mle", 0) in auto._select(model, c, 2_000)[0]
 

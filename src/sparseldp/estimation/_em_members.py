@@ -87,7 +87,7 @@ def _stop_steps(t: int, f: int, cap: int) -> int:
     return t if f == 1 else min(f * max(t, 1), cap)
 
 
-def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, classic=None):
+def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, classic=None, start=None):
     """EM from the uniform start in every column, each stopped by the discrepancy principle.
 
     Column ``j`` (``n_j`` reports) stops at the first step ``t_j >= 1`` where its deviance
@@ -104,7 +104,8 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
     its steps per column (``classic="within"``: within the run the column's other members need, ``-1``
     where not reached; ``"until"``: the run goes on until it is reached; where the run reaches the cap
     without it (``"until"``, or ``to_cap``) the cap's iterate and step count stand in for it, as the
-    classical rule stops at its cap).
+    classical rule stops at its cap).  ``start`` (``b x k`` rows, each a distribution): the columns' starts
+    instead of the uniform one (the atom-seeded stop, :mod:`._atoms`).
 
     Each column's results are those of the column run alone: without ``to_cap``, a column whose members
     are all known leaves the run, which goes on with the others (bit for bit on FFT and sparse
@@ -150,7 +151,8 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
 
     # the rules' targets: the expected deviance (key 1, with the multiples) and, if asked, the classical one
     rules = {1: expected, **({"classic": lambda rows, P, Q: nobs[rows]} if classic else {})}
-    out = {f: np.full((b, k), 1.0 / k) for f in (*rules, *mults)}
+    P0 = np.full((b, k), 1.0 / k) if start is None else np.array(start, dtype=float).reshape(b, k)
+    out = {f: P0.copy() for f in (*rules, *mults)}
     steps = {key: np.full(b, cap if key == 1 else -1) for key in rules}
     done = {key: np.zeros(b, bool) for key in rules}
     at = {f: np.full(b, -1) for f in mults}  # the step at which multiple f is taken (-1: not yet known)
@@ -164,7 +166,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
     live = np.arange(b)  # the rows the run still steps (positions in C's columns)
     where = np.arange(b)  # row -> its position among the live rows
     t0 = 0  # the steps before the current run (a run restarts on fewer rows)
-    check_P = np.full((b, k), 1.0 / k)
+    check_P = P0.copy()
 
     def needed() -> np.ndarray:  # the rows whose members are not all known ("classic within" waits for none)
         need = ~done[1]
@@ -231,7 +233,7 @@ def _stopped_cols(A, AT, C, scale, cap, mults=(), rest=None, to_cap=False, class
             return True
         return wait - t0  # the next step anything is due (the run's own count): nothing to see before
 
-    P = np.full((b, k), 1.0 / k)
+    P = P0.copy()
     tail_t = None  # the step from which the run to the cap follows the EM flow (_CAP_TAIL_CHEBYSHEV)
     tail_ok = _CAP_TAIL_CHEBYSHEV
     while True:

@@ -29,9 +29,8 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    fold reaches it within the run its own other members need (or the run goes to the cap anyway,
    item 2b, whose iterate then stands in for it, as the classical rule stops at its cap).  It
    comes first among the EM members, although it is usually the later stop: it is preferred
-   where it is within the slack (emulated on two draws of the battery with the former fits of the
-   classical stop, this order gave 151 / 145 cases in target, placed after the new stop 151 / 143,
-   after its multiple 8 151 / 140);
+   where it is within the slack (on two draws of the battery: 151 / 145 cases in target, placed
+   after the new stop 151 / 143, after its multiple 8 151 / 140);
 2b. on dense channels whose Newton step is cheap (:data:`_FLOW_COST`: the battery's domains),
    the same EM run on to the cap (``("flow", 0)``, reported as ``"em flow=20000"``) and continued
    past it, at :data:`_STOP_CAP` x 2, 4, ..., 2^10 steps (members ``("flow", j)``, reported as
@@ -77,6 +76,13 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    10^7 reports) the cap's held-out fit was 3.06 nats below the MLE's, outside the slack, and the rule took
    the MLE's spikes (TV 0.51; with the members ``em time=40000``, TV 0.028;
    ``benchmarks/study_large_domain.py``);
+2d. where the MLE is on the path and has atoms on every fold (a value holding at least 5% of the mass and 70% of
+   the mass within 3 values of it), EM from a start with those atoms at the MLE's masses and the rest uniform,
+   stopped at the classical target (``("atoms", 1)``, reported as ``"em steps=t atoms=v:m,..."``;
+   :mod:`._atoms`).  It replaces the choice made without it only where the rule with it picks it (it
+   comes before the flow members, which gather an atom from a flat start only by running long enough to
+   sharpen every bump too; the stability switch's ratio for it is :data:`_atoms._ATOM_STABLE_RATIO`, 2.5)
+   and its held-out log-likelihood is above that choice's (:func:`_choose`);
 3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
    with more than :data:`_path._MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
    and a window of 275): there its five fold fits would take about a minute
@@ -162,7 +168,8 @@ stopping distance, at most ``1e-5`` in total variation: :func:`_ems_refit_tol`) 
 returned with ``method="auto"`` and ``regularization`` naming it
 (``"ems smooth=1"``, ``"ems weight=0.125"``, ``"em steps=t"`` for the
 discrepancy stop or a multiple of it, ``"em flow=T"`` for the EM continued
-past the cap to time ``T``, or ``"em mle"``).
+past the cap to time ``T``, ``"em steps=t atoms=v:m,..."`` for the atom-seeded stop (the atoms those
+of every fold's MLE, their masses the MLE's on all the counts rounded down to ``1e-3``), or ``"em mle"``).
 
 Measured (``benchmarks/bench_estimators.py``, 176 cases: 8 shapes x n =
 10^4..10^7 x both families x two targets): see the README's estimation
@@ -214,7 +221,8 @@ import numpy as np
 
 from ._em_members import (_FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _TIME_DOUBLINGS, _flow_fits, _rest_outputs,
                           _stop_steps, _stopped_cols, _time_fits)
-from ._path import _EMS_WEIGHTS, _STOP_MULTS, _mle_fits, _regularized_fits, _select_tol, _with_mle
+from ._atoms import _ATOM_STABLE_RATIO, _fold_fits as _atom_fold_fits, _refit as _atom_refit
+from ._path import _EMS_WEIGHTS, _STOP_MULTS, _ems_refit_tol, _mle_fits, _regularized_fits, _with_mle
 from .model import _Model
 
 # Number of folds.
@@ -241,14 +249,13 @@ _TURN_SE = 0.5
 # says so and bootstrap() warns (intervals.ShapeWarning).  On the battery's draw 73 of 176 cases at or above it,
 # mean TV error 0.25 there against 0.08 below; a fresh draw 61, 0.30 against 0.08 (docs/estimation.md).
 _AMBIGUOUS_TV = 0.3
-# The chosen EMS member's fit on all counts stops at most this far (TV) from its fixed point (_ems_refit_tol).
-_EMS_REFIT_TOL_MAX = 1e-5
 # The path, most regularized first (but for the classical stop, preferred to the expected-deviance stop
 # where both are within the slack: module docstring, item 2): ("ems", weight), ("classic", 1), ("stop",
 # multiple of the stop), ("flow", doublings beyond the cap; 0: EM at the cap), ("time", doublings beyond the
-# cap: the flow of log g by Chebyshev steps where the flow's Newton steps do not pay) and ("mle", 0).
+# cap: the flow of log g by Chebyshev steps where the flow's Newton steps do not pay), ("atoms", 1) (EM from the
+# MLE's atoms on every fold, stopped at the classical target: _atoms; docstring, item 2d) and ("mle", 0).
 _PATH = (tuple(("ems", w) for w in _EMS_WEIGHTS) + (("classic", 1),)
-         + tuple(("stop", f) for f in (1, *_STOP_MULTS))
+         + tuple(("stop", f) for f in (1, *_STOP_MULTS)) + (("atoms", 1),)
          + tuple(("flow", j) for j in range(_FLOW_DOUBLINGS + 1))
          + tuple(("time", j) for j in range(1, _TIME_DOUBLINGS + 1)) + (("mle", 0),))
 
@@ -294,12 +301,13 @@ def _turned_down(scores: dict, H: np.ndarray) -> bool:
     return diff < -_TURN_SE * se
 
 
-def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS):
+def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS, found: dict | None = None):
     """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals,
     and each member's fold spread (:func:`_fold_spread`).
 
     The MLE is fit (and scored) only where it is on the path and the EM path has not turned down
-    (:func:`_turned_down`, on the scores already computed; module docstring)."""
+    (:func:`_turned_down`; module docstring); with it the atom-seeded stop (:mod:`._atoms`) where the MLE
+    has atoms on every fold (their positions go to ``found["atoms"]`` for the refit on all counts)."""
     obs = np.flatnonzero(c_all > 0)
     H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
     C = H.sum(axis=1, keepdims=True) - H
@@ -311,6 +319,12 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
         scores.update(_scores({("mle", 0): M}, AT, EAT))
         fits[("mle", 0)] = M
         evals += e
+        P, atoms = _atom_fold_fits(model, obs, A, AT, C, M, max_iter)  # the MLE's atoms on every fold seed a stopped EM
+        if found is not None:
+            found["atoms"] = atoms
+        if P is not None:
+            fits[("atoms", 1)] = P
+            scores[("atoms", 1)] = _logq(AT, P)
     return scores, H, evals, {key: _fold_spread(P) for key, P in fits.items()}, _centres(fits)
 
 
@@ -357,14 +371,32 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
     is itself within ``se_factor`` standard errors of the best and its spread is
     at most ``stable_ratio`` (default :data:`_STABLE_RATIO`; :data:`_STABLE_RATIO_FLOW` when that member is
     a flow member past the cap) times the member's, and below :data:`_AMBIGUOUS_TV`.  ``diff_se``: the ``(difference, standard error)``
-    function (default :func:`_diff_se`; ``benchmarks/study_selection.py`` compares others).
+    function (default :func:`_diff_se`; ``benchmarks/study_selection.py`` compares others).  The atom-seeded
+    stop (``("atoms", 1)``, :mod:`._atoms`) replaces the choice made without it only where the rule with it
+    picks it and its held-out log-likelihood is above that choice's: its start comes from the MLE, and it has
+    to earn its place (otherwise the choice stands as if it were not on the path).
     """
+    atoms = ("atoms", 1)
+    if atoms in scores:  # the atom-seeded stop must fit the held-out reports better than the choice without it
+        base = _choose({key: v for key, v in scores.items() if key != atoms}, H, se_factor, spreads, stable_ratio,
+                       nats, diff_se)
+        full = _choose_among(scores, H, se_factor, spreads, stable_ratio, nats, diff_se)
+        if full == atoms and float((H * scores[atoms]).sum()) > float((H * scores[base]).sum()):
+            return atoms
+        return base
+    return _choose_among(scores, H, se_factor, spreads, stable_ratio, nats, diff_se)
+
+
+def _choose_among(scores, H, se_factor, spreads, stable_ratio, nats, diff_se):
+    """:func:`_choose` among the members of ``scores`` (the rule without the atoms member's own test)."""
     within = _within(scores, H, se_factor, nats, diff_se)
     choice = within[0]  # best itself is within (difference 0)
     mle = ("mle", 0)
     ratio = _STABLE_RATIO if stable_ratio is None else stable_ratio
     if choice[0] == "time" or (choice[0] == "flow" and choice[1] > 0):  # ("flow", 0): plain EM at the cap
         ratio = _STABLE_RATIO_FLOW
+    elif choice[0] == "atoms":
+        ratio = _ATOM_STABLE_RATIO
     if (spreads is not None and mle in within and choice != mle and spreads[mle] <= ratio * spreads[choice]
             and spreads[mle] < _AMBIGUOUS_TV):
         return mle
@@ -386,24 +418,10 @@ def _within(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, nats: fl
     return within
 
 
-def _ems_refit_tol(n) -> float:
-    """The stopping distance of the chosen EMS member's fit on all ``n`` reports: that of the fits the
-    choice was made on (:func:`~sparseldp.estimation._path._select_tol`: ``1 / n`` within ``[1e-6,
-    1e-4]``, on the training folds), and at most :data:`_EMS_REFIT_TOL_MAX` (``1e-5``, the bootstrap's
-    EMS refits'): ``1e-5`` in total variation up to ``10^5`` reports, ``1e-6`` from ``10^6`` on, far
-    below the estimate's sampling error (about ``sqrt(k / n)``) and within the bootstrap refits' own
-    distance to their fixed points (``refits._REFIT_TOL``).
-
-    ``method="ems"`` keeps its default ``1e-8``.  Here that cost fifty thousand evaluations without
-    reaching it where EMS contracts very slowly (randomized response at eps = 1 on 400 values, 10^5
-    reports: 3,862 evaluations to ``1e-5``, 19,099 to ``1e-6``, over 50,000 to ``1e-7``; ``sparseldp
-    compare`` spent most of its time there and flagged the estimate as stopped at its cap).
-    """
-    return min(_select_tol(n), _EMS_REFIT_TOL_MAX)
-
-
-def _describe(choice, steps: int = 0) -> str:
+def _describe(choice, steps: int = 0, atoms: str = "") -> str:
     kind, w = choice
+    if kind == "atoms":
+        return f"em steps={steps} atoms={atoms}"
     if kind == "ems":
         return "ems smooth=1" if w == 0.25 else f"ems weight={w:g}"
     if kind == "flow":
@@ -420,12 +438,13 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         choice = ("mle", 0)  # too few reports to hold any out
         sel_evals = 0
     else:
-        scores, H, sel_evals, spreads, centres = _select(model, c_all, max_iter)
+        found: dict = {}
+        scores, H, sel_evals, spreads, centres = _select(model, c_all, max_iter, found=found)
         choice = _choose(scores, H, spreads=spreads)
 
-    def chosen(est, steps=0):  # the refit, labelled with its member and how far the indistinct members lie
+    def chosen(est, steps=0, atoms=""):  # the refit, labelled with its member and how far the indistinct members lie
         tv = None if scores is None else _selection_tv(choice, scores, H, centres)
-        return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps), selection_tv=tv)
+        return dataclasses.replace(est, method="auto", regularization=_describe(choice, steps, atoms), selection_tv=tv)
     if choice[0] == "flow":
         obs = np.flatnonzero(c_all > 0)
         A, AT = model.columns(obs)
@@ -450,6 +469,10 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         steps = _STOP_CAP * 2 ** w
         p = _time_fits(FA, FAT, c[:, None].astype(float), steps)[:, 0]
         return chosen(result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0), steps), sel_evals
+    if kind == "atoms":  # the atoms of every fold's MLE, with the masses of the MLE on all counts
+        mle = fit(model, c_all, "em", 1e-2, max_iter).p
+        obs, A, AT, c, p, steps, text = _atom_refit(model, c_all, found["atoms"], mle, max_iter)
+        return chosen(result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0), steps, text), sel_evals
     if kind == "ems":
         est = fit(model, c_all, "ems", _ems_refit_tol(c_all.sum()), max_iter, 1, w)
     elif kind == "mle":

@@ -71,6 +71,8 @@ class FrequencyEstimate(ReadOnlyArrays):
         ``method="auto"`` only: the member of the regularization path that
         held-out likelihood chose (:mod:`sparseldp.estimation.auto`):
         ``"ems smooth=m"``, ``"ems weight=w"``, ``"em steps=t"`` (EM stopped after ``t`` steps),
+        ``"em steps=t atoms=v:m,..."`` (the same from a start with the MLE's atoms: mass ``m`` at value ``v``,
+        the rest uniform; :mod:`sparseldp.estimation._atoms`),
         ``"em flow=T"`` (EM continued past its step cap to time ``T`` by its continuous-time flow, on small
         dense channels), ``"em time=T"`` (the same by the flow of ``log g`` in Chebyshev steps, on larger
         channels) or ``"em mle"``.  ``iterations``, ``converged`` and ``gap`` describe the
@@ -357,7 +359,8 @@ def estimate_frequencies(reports, mechanism, *, domain=None, method="auto", tol=
           with smoothing weights 1/4, 1/8, 1/32; EM stopped by the
           discrepancy principle, at the deviance expected under its fit and
           at the classical target, and on small dense channels the same EM at
-          its step cap and continued past it; the MLE) is fit on 4 folds and scored by the
+          its step cap and continued past it; the same EM started from the MLE's
+          atoms where the MLE has atoms on every fold; the MLE) is fit on 4 folds and scored by the
           log-likelihood of the fifth; the most regularized member within one
           standard error or one nat (whichever is more) of the best is refit
           on all the reports (the MLE instead when it is within that slack too

@@ -128,7 +128,7 @@ from .._validation import check_bool, check_int, check_positive
 from ._parallel import small_blas
 from .model import checked_counts, mechanism_of, model_for
 from .likelihood_ratio import Profile
-from .refits import _REFIT_TOL, _refit_plan, _refit_replicates
+from .refits import _REFIT_TOL, _refit_plan, _refit_replicates, _refit_atoms
 from .auto import _AMBIGUOUS_TV
 from .replicates import Bootstrap, _check_level
 
@@ -375,7 +375,7 @@ def bootstrap(estimate, mechanism=None, *, B: int = 100, rng=None, smooth: int |
     with small_blas(model.k, model.m):
         P, conv, gaps, single, scheme = _refit_replicates(
             model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter, single=precision == "single",
-            counts=counts, values=values.astype(float), relaxed=relaxed)
+            counts=counts, values=values.astype(float), relaxed=relaxed, atoms=_refit_atoms(estimate, model.k))
     flow, is_mle = method == "em-flow", method == "em"
     if method in ("em-steps", "em-flow", "em-time"):
         method = "em"

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._validation import check_int
 from ._parallel import blocks_for, dense_step_blocks, map_blocks
+from ._atoms import _masses, _parse_atoms, _start
 from ._em_members import _STOP_CAP, _flow_fits, _time_legs, _time_path
 from ._mle_refits import _active_refits, _ipm_all, _ipm_finish, _refit_em
 from ._newton import _newton
@@ -153,7 +154,8 @@ def _refit_plan(estimate, smooth):
     (``estimate.regularization``), so the intervals leave out the variability of
     the choice itself (re-running the selection per replicate would cost a full
     path fit each).  ``"em steps=t"`` refits t plain EM steps from the uniform
-    start, as the member was fit; ``"em flow=T"`` the cap's EM steps and the EM flow to
+    start, as the member was fit (``"em steps=t atoms=v:m,..."``: from each replicate's MLE's masses at
+    those atoms, :func:`_refit_atoms`); ``"em flow=T"`` the cap's EM steps and the EM flow to
     time ``T`` (``_em_members._flow_fits``); ``"em time=T"`` the cap's EM steps and the flow of ``log g``
     by Chebyshev steps to ``T`` (``_em_members._time_fits``).
     """
@@ -173,25 +175,45 @@ def _refit_plan(estimate, smooth):
             for form, plan, name, least in (("em steps=", "em-steps", "steps", 0), ("em flow=", "em-flow", "time", 1),
                                             ("em time=", "em-time", "time", 1)):
                 if reg.startswith(form):
-                    return plan, 0, check_int(int(reg[len(form):]), name, minimum=least), 0.25
+                    count = reg[len(form):]
+                    if plan == "em-steps" and " atoms=" in count:  # the atom-seeded stop (_atoms): its start
+                        count, atoms = count.split(" atoms=", 1)  # is each replicate's (_refit_atoms)
+                        _parse_atoms(atoms, int(estimate.domain[0]), len(estimate.p))
+                    return plan, 0, check_int(int(count), name, minimum=least), 0.25
         except ValueError:
             pass
         if reg == "em mle":
             return "em", 1, None, 0.25
         raise ValueError(f"bootstrap supports method='auto' estimates whose regularization is 'ems smooth=m', "
-                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t', 'em flow=T', 'em time=T' or 'em mle'; "
-                         f"got {reg!r}")
+                         f"'ems weight=w' (0 < w <= 0.25), 'em steps=t' (with ' atoms=v:m,...', the start's atoms "
+                         f"on the domain, total mass at most 1), 'em flow=T', 'em time=T' or 'em mle'; got {reg!r}")
     if method not in METHODS:
         raise ValueError(f"estimate.method must be {_METHODS_TEXT}; got {method!r}")
     return method, _check_smooth(smooth, method), None, 0.25
 
 
+def _refit_atoms(estimate, k: int):
+    """The atoms' positions of the ``"em steps=t atoms=v:m,..."`` member (:mod:`._atoms`), or ``None``.
+
+    Its refits hold the atoms' positions and the step count fixed (as the member's choice is not refit) and
+    take each replicate's start from that replicate's own MLE (its masses at the atoms, rounded down as
+    :func:`._atoms._masses` does): the masses are fitted from the reports, so their variability is the
+    data's.  With the recorded start held fixed instead, the intervals of the spiky truth of
+    ``bench_coverage.py`` (four atoms over a uniform floor, the Laplace design of (1, 1e-6, 5), 10^5
+    reports) covered the CDF at 60 in 86.5% of 200 repetitions and single frequencies in 83% on average."""
+    reg = getattr(estimate, "regularization", None) or ""
+    if getattr(estimate, "method", None) != "auto" or not reg.startswith("em steps=") or " atoms=" not in reg:
+        return None
+    return _parse_atoms(reg.split(" atoms=", 1)[1], int(estimate.domain[0]), k)[0]
+
+
 def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, max_iter, single=False,
-                      counts=None, values=None, relaxed=True):
+                      counts=None, values=None, relaxed=True, atoms=None):
     """Refit every row of ``C`` (``B`` replicate histograms on all outputs) with the plan's estimator.
 
     ``method`` is :func:`_refit_plan`'s: ``"em-steps"`` (``steps`` plain EM steps from the
-    uniform start; on FFT products in single precision if ``single``), ``"ems"`` (``smooth`` passes
+    uniform start, or with ``atoms`` (:func:`_refit_atoms`) from each row's own MLE's atoms; on FFT
+    products in single precision if ``single``), ``"ems"`` (``smooth`` passes
     of weight ``weight``, warm-started at ``p_hat``), ``"em"`` (warm-started at ``(1 - w) p_hat + w / k``)
     or ``"inversion"``.  Returns ``(P, converged mask, gaps or None, single, scheme)``, ``P`` with one
     replicate per row, ``gaps`` the MLE refits' certified log-likelihood gaps (nats) or the EMS refits'
@@ -243,6 +265,11 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
     if method in ("em-steps", "em-time"):
         # the same t plain EM steps from the uniform start as the chosen member: the batched map
         # with no smoothing, run exactly t times (reaching t is the rule, not a failure)
+        starts = None
+        if atoms is not None:  # the atom-seeded stop: each row starts from its own MLE's masses at the atoms
+            every = C if own is None else np.vstack([C, own[None, :]])
+            M = _refit_replicates(model, every, n, p_hat, "em", 1, 0.25, None, _REFIT_TOL["em"], max_iter)[0]
+            starts = np.vstack([_start(k, atoms, _masses(row, atoms)) for row in M])
         if not dense and not hasattr(A, "em_rows"):  # sparse: the FFT may pay on a batch of rows
             A, AT = model.fast_columns(np.arange(model.m), (A, AT), batch=B // blocks, two_level=False)
         single = single and (hasattr(A, "em_rows") or dense)  # FFT or dense products (sparse: double)
@@ -253,7 +280,10 @@ def _refit_replicates(model, C, n, p_hat, method, smooth, weight, steps, tol, ma
         def step_rows(Cr, relax, in_single):  # in_single None: the bootstrap's precision
             rows, sp = Cr.shape[0], single if in_single is None else in_single
             Cs = np.ascontiguousarray(Cr[:, used]) if dense else Cr
-            P0 = np.full((rows, k), 1.0 / k)
+            if starts is None:
+                P0 = np.full((rows, k), 1.0 / k)
+            else:  # the B replicates, or the estimate's own counts (_checked_relaxed's check; B >= 2)
+                P0 = starts[:B] if rows == B else starts[B:]
             parts = dense_step_blocks(model.k, used.size, rows) if dense else blocks_for(False, rows)
 
             def refit(r):
