@@ -43,6 +43,12 @@ Rules compared:
 * ``stacking``: the mixture of the members that maximizes the held-out
   likelihood (Yao, Vehtari, Simpson and Gelman 2018) instead of one member.
 
+Since 2026-12-02 the records carry auto's atom-seeded stop (``("atoms", 1)``, ``estimation._atoms``:
+its fold fits from the MLE's fold fits, its fit on all counts; a cached record from before gets it on the
+next run), and ``auto._choose`` applies its own test (it replaces the choice made without it only where it
+fits the held-out reports better).  The tables below are from runs before it; ``bench_estimators``' cases
+with it are in docs/estimation.md ("The atom-seeded stop").
+
 Run: ``python benchmarks/study_selection.py`` (about 25 minutes on a shared 2-core machine;
 ``STUDY_SELECTION_CACHE=path`` keeps the per-case fits in a pickle and
 reuses them; ``STUDY_SEED_BASE=b`` seeds case ``i`` with ``b + i`` instead of
@@ -266,8 +272,31 @@ def _case_record(i, mech, k, pop, n):
     errs = {key: BE._errors(p, truth) for key, p in members.items()}
     # the battery's reference stopped EM (its own target, no longer auto's ("stop", 1))
     ref = {"stopped": BE._errors(BE._stopped_em_counts(model, c_all), truth)}
-    return {"i": i, "truth": truth, "H": H, "Q": Q, "scores": scores, "folds": folds, "members": members,
-            "errs": errs, "ref": ref}
+    d = {"i": i, "truth": truth, "H": H, "Q": Q, "scores": scores, "folds": folds, "members": members,
+         "errs": errs, "ref": ref}
+    return _atom_member(model, obs, c_all, d)
+
+
+def _atom_member(model, obs, c_all, d):
+    """The record ``d`` with auto's atom-seeded stop (``("atoms", 1)``, ``estimation._atoms``) where the MLE's
+    fold fits have atoms on every fold: its fold fits and held-out scores, and its fit on all the counts
+    (the atoms of every fold, the masses of the MLE on all counts), as auto computes them."""
+    import bench_estimators as BE
+    from sparseldp.estimation.auto import _logq
+    from sparseldp.estimation._atoms import _fold_fits, _refit
+
+    out = {**d, "atoms_checked": True}
+    if ("mle", 0) not in d["folds"]:
+        return out
+    A, AT = model.fast_columns(obs)
+    C = d["H"].sum(axis=1, keepdims=True) - d["H"]
+    P, idx = _fold_fits(model, obs, A, AT, C, d["folds"][("mle", 0)], 50_000)
+    if P is None:
+        return out
+    p = _refit(model, c_all, idx, d["members"][("mle", 0)], 50_000)[4]
+    key = ("atoms", 1)
+    return {**out, "folds": {**d["folds"], key: P / P.sum(axis=0)}, "scores": {**d["scores"], key: _logq(AT, P)},
+            "members": {**d["members"], key: p}, "errs": {**d["errs"], key: BE._errors(p, d["truth"])}}
 
 
 def _flow_members(model, obs, c_all, folds, members):
@@ -315,6 +344,11 @@ def records():
             print(f"  [{i}] {name}", file=sys.stderr, flush=True)
         elif "Q" not in done[i]:
             done[i] = _with_channel(i, mech, k, pop, n, done[i])
+            if cache:
+                pickle.dump(done, open(cache, "wb"))
+        elif "atoms_checked" not in done[i]:  # a record from before the atom-seeded stop: add it
+            _, model, c_all, obs = _simulate(i, mech, k, pop, n)
+            done[i] = _atom_member(model, obs, c_all, done[i])
             if cache:
                 pickle.dump(done, open(cache, "wb"))
         elif not set(done[i]["folds"]) <= set(done[i]["members"]):  # a fold-only flow member (older cache)
@@ -419,8 +453,8 @@ def _on_path(d):
     """The record as auto's selection sees it: the MLE left off once the EM path turns down."""
     from sparseldp.estimation.auto import _turned_down
 
-    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):
-        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0)}}
+    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):  # the atoms member goes with the MLE
+        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key not in (("mle", 0), ("atoms", 1))}}
     return d
 
 
