@@ -43,7 +43,7 @@ Rules compared:
 * ``stacking``: the mixture of the members that maximizes the held-out
   likelihood (Yao, Vehtari, Simpson and Gelman 2018) instead of one member.
 
-Since 2026-12-02 the records carry auto's atom-seeded stop (``("atoms", 1)``, ``estimation._atoms``:
+Since 2026-12-02 the records carry auto's atom-seeded stops (``("atoms", 0 / 1)``, ``estimation._atoms``:
 its fold fits from the MLE's fold fits, its fit on all counts; a cached record from before gets it on the
 next run), and ``auto._choose`` applies its own test (it replaces the choice made without it only where it
 fits the held-out reports better).  The tables below are from runs before it; ``bench_estimators``' cases
@@ -290,13 +290,13 @@ def _atom_member(model, obs, c_all, d):
         return out
     A, AT = model.fast_columns(obs)
     C = d["H"].sum(axis=1, keepdims=True) - d["H"]
-    P, idx = _fold_fits(model, obs, A, AT, C, d["folds"][("mle", 0)], 50_000)
-    if P is None:
-        return out
-    p = _refit(model, c_all, idx, d["members"][("mle", 0)], 50_000)[4]
-    key = ("atoms", 1)
-    return {**out, "folds": {**d["folds"], key: P / P.sum(axis=0)}, "scores": {**d["scores"], key: _logq(AT, P)},
-            "members": {**d["members"], key: p}, "errs": {**d["errs"], key: BE._errors(p, d["truth"])}}
+    fits, idx = _fold_fits(model, obs, A, AT, C, d["folds"][("mle", 0)], 50_000)
+    for w, P in (fits or {}).items():  # the stop at the expected deviance (0) and the classical one (1)
+        p = _refit(model, c_all, idx, d["members"][("mle", 0)], 50_000, w)[4]
+        key = ("atoms", w)
+        out = {**out, "folds": {**out["folds"], key: P / P.sum(axis=0)}, "scores": {**out["scores"], key: _logq(AT, P)},
+               "members": {**out["members"], key: p}, "errs": {**out["errs"], key: BE._errors(p, d["truth"])}}
+    return out
 
 
 def _flow_members(model, obs, c_all, folds, members):
@@ -453,8 +453,8 @@ def _on_path(d):
     """The record as auto's selection sees it: the MLE left off once the EM path turns down."""
     from sparseldp.estimation.auto import _turned_down
 
-    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):  # the atoms member goes with the MLE
-        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key not in (("mle", 0), ("atoms", 1))}}
+    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):  # the atoms members go with the MLE
+        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0) and key[0] != "atoms"}}
     return d
 
 

@@ -14,9 +14,11 @@ early stopping:
    from fold to fold, a real atom is found in each.
 2. *Start.* Each atom gets its MLE mass, rounded down to 1e-3 (so that ``regularization`` records
    the start exactly); the rest, at least 1e-3, is spread uniformly (:func:`_start`).
-3. *Stop.* Plain EM from that start, stopped by the classical discrepancy principle: the first step
-   ``t >= 1`` where the deviance falls to the number of observed outputs (the battery's
-   ``"discrepancy-stopped EM"``; at most :data:`_em_members._STOP_CAP` steps).
+3. *Stop.* Plain EM from that start, stopped by the discrepancy principle at either target of
+   :func:`_em_members._stopped_cols` (one run): the first step ``t >= 1`` where the deviance falls to
+   the value expected under the fit (``("atoms", 0)``, the earlier stop) or to the number of observed
+   outputs (``("atoms", 1)``, the classical target; the battery's ``"discrepancy-stopped EM"``); at most
+   :data:`_em_members._STOP_CAP` steps.  The two are both members, and the held-out likelihood chooses.
 
 On the selection it is scored like every member (held-out likelihood of its fits on the training
 folds, each started from its own fold's MLE masses at the common atoms), and it has to earn its place
@@ -82,33 +84,34 @@ def _start(k: int, idx: np.ndarray, masses: np.ndarray) -> np.ndarray:
 
 def _seeded_stop(model: _Model, obs: np.ndarray, FA, FAT, C: np.ndarray, starts: np.ndarray, max_iter: int):
     """EM from the rows of ``starts`` (``b x k``) on the columns of the counts ``C`` (``obs`` x b),
-    each stopped at the classical discrepancy stop, at most ``min(_STOP_CAP, max_iter)`` steps:
-    ``(fits k x b, steps per column)``."""
-    Ps, _ = _stopped_cols(FA, FAT, np.asarray(C, dtype=float), np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter), (),
-                          _rest_outputs(model, obs), classic="until", start=starts)
-    return Ps["classic"], Ps["classic_steps"]
+    each stopped at the discrepancy stops (at most ``min(_STOP_CAP, max_iter)`` steps): ``{0: (fits k x b,
+    steps per column) at the deviance expected under the fit, 1: the same at the classical target}``."""
+    Ps, st = _stopped_cols(FA, FAT, np.asarray(C, dtype=float), np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter),
+                           (), _rest_outputs(model, obs), classic="until", start=starts)
+    return {1: (Ps["classic"], Ps["classic_steps"]), 0: (Ps[1], st)}
 
 
 def _fold_fits(model: _Model, obs: np.ndarray, FA, FAT, C: np.ndarray, M: np.ndarray, max_iter: int):
-    """The member on each training fold (columns of ``C``; ``M`` their MLEs): ``(fits, atoms)``, or
-    ``(None, atoms)`` where the MLE has no atom on every fold (the member would be the classical stop)."""
+    """The members on each training fold (columns of ``C``; ``M`` their MLEs): ``({0: fits, 1: fits}, atoms)``
+    (:func:`_seeded_stop`'s two stops), or ``(None, atoms)`` where the MLE has no atom on every fold."""
     idx = _consensus(M)
     if idx.size == 0:
         return None, idx
     starts = np.vstack([_start(model.k, idx, _masses(M[:, j], idx)) for j in range(M.shape[1])])
-    return _seeded_stop(model, obs, FA, FAT, C, starts, max_iter)[0], idx
+    return {w: v[0] for w, v in _seeded_stop(model, obs, FA, FAT, C, starts, max_iter).items()}, idx
 
 
-def _refit(model: _Model, c_all: np.ndarray, idx: np.ndarray, mle: np.ndarray, max_iter: int):
-    """The member on all the counts ``c_all``: the atoms ``idx`` (every fold's), their masses those of the MLE
-    ``mle`` on all the counts.  ``(obs, A, AT, c, p, steps, regularization's atoms)``, ``A, AT`` the exact
-    products on the observed outputs ``obs`` (the estimate's log-likelihood and gap), ``c`` their counts."""
+def _refit(model: _Model, c_all: np.ndarray, idx: np.ndarray, mle: np.ndarray, max_iter: int, which: int = 1):
+    """Member ``which`` (0: the stop at the expected deviance, 1: the classical one) on all the counts
+    ``c_all``: the atoms ``idx`` (every fold's), their masses those of the MLE ``mle`` on all the counts.
+    ``(obs, A, AT, c, p, steps, regularization's atoms)``, ``A, AT`` the exact products on the observed
+    outputs ``obs`` (the estimate's log-likelihood and gap), ``c`` their counts."""
     obs = np.flatnonzero(c_all > 0)
     A, AT = model.columns(obs)
     FA, FAT = model.fast_columns(obs, (A, AT))
     c = c_all[obs]
     masses = _masses(mle, idx)
-    P, steps = _seeded_stop(model, obs, FA, FAT, c[:, None], _start(model.k, idx, masses)[None, :], max_iter)
+    P, steps = _seeded_stop(model, obs, FA, FAT, c[:, None], _start(model.k, idx, masses)[None, :], max_iter)[which]
     return obs, A, AT, c, P[:, 0], int(steps[0]), _describe_atoms(model.lo + idx, masses)
 
 

@@ -78,8 +78,8 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    ``benchmarks/study_large_domain.py``);
 2d. where the MLE is on the path and has atoms on every fold (a value holding at least 5% of the mass and 70% of
    the mass within 3 values of it), EM from a start with those atoms at the MLE's masses and the rest uniform,
-   stopped at the classical target (``("atoms", 1)``, reported as ``"em steps=t atoms=v:m,..."``;
-   :mod:`._atoms`).  It replaces the choice made without it only where the rule with it picks it (it
+   stopped at the expected deviance (``("atoms", 0)``) or at the classical target (``("atoms", 1)``), reported
+   as ``"em steps=t atoms=v:m,..."`` (:mod:`._atoms`).  It replaces the choice made without it only where the rule with it picks it (it
    comes before the flow members, which gather an atom from a flat start only by running long enough to
    sharpen every bump too; the stability switch's ratio for it is :data:`_atoms._ATOM_STABLE_RATIO`, 2.5)
    and its held-out log-likelihood is above that choice's (:func:`_choose`);
@@ -252,10 +252,10 @@ _AMBIGUOUS_TV = 0.3
 # The path, most regularized first (but for the classical stop, preferred to the expected-deviance stop
 # where both are within the slack: module docstring, item 2): ("ems", weight), ("classic", 1), ("stop",
 # multiple of the stop), ("flow", doublings beyond the cap; 0: EM at the cap), ("time", doublings beyond the
-# cap: the flow of log g by Chebyshev steps where the flow's Newton steps do not pay), ("atoms", 1) (EM from the
-# MLE's atoms on every fold, stopped at the classical target: _atoms; docstring, item 2d) and ("mle", 0).
+# cap: the flow of log g by Chebyshev steps where the flow's Newton steps do not pay), ("atoms", 0 or 1) (EM from
+# the MLE's atoms on every fold, stopped at either target: _atoms; docstring, item 2d) and ("mle", 0).
 _PATH = (tuple(("ems", w) for w in _EMS_WEIGHTS) + (("classic", 1),)
-         + tuple(("stop", f) for f in (1, *_STOP_MULTS)) + (("atoms", 1),)
+         + tuple(("stop", f) for f in (1, *_STOP_MULTS)) + (("atoms", 0), ("atoms", 1))
          + tuple(("flow", j) for j in range(_FLOW_DOUBLINGS + 1))
          + tuple(("time", j) for j in range(1, _TIME_DOUBLINGS + 1)) + (("mle", 0),))
 
@@ -323,8 +323,9 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
         if found is not None:
             found["atoms"] = atoms
         if P is not None:
-            fits[("atoms", 1)] = P
-            scores[("atoms", 1)] = _logq(AT, P)
+            for w, Pw in P.items():
+                fits[("atoms", w)] = Pw
+                scores[("atoms", w)] = _logq(AT, Pw)
     return scores, H, evals, {key: _fold_spread(P) for key, P in fits.items()}, _centres(fits)
 
 
@@ -372,17 +373,16 @@ def _choose(scores: dict, H: np.ndarray, se_factor: float = _SE_FACTOR, spreads:
     at most ``stable_ratio`` (default :data:`_STABLE_RATIO`; :data:`_STABLE_RATIO_FLOW` when that member is
     a flow member past the cap) times the member's, and below :data:`_AMBIGUOUS_TV`.  ``diff_se``: the ``(difference, standard error)``
     function (default :func:`_diff_se`; ``benchmarks/study_selection.py`` compares others).  The atom-seeded
-    stop (``("atoms", 1)``, :mod:`._atoms`) replaces the choice made without it only where the rule with it
-    picks it and its held-out log-likelihood is above that choice's: its start comes from the MLE, and it has
-    to earn its place (otherwise the choice stands as if it were not on the path).
+    stops (``("atoms", w)``, :mod:`._atoms`) replace the choice made without them only where the rule with them
+    picks one of them and its held-out log-likelihood is above that choice's: their start comes from the MLE,
+    and they have to earn their place (otherwise the choice stands as if they were not on the path).
     """
-    atoms = ("atoms", 1)
-    if atoms in scores:  # the atom-seeded stop must fit the held-out reports better than the choice without it
-        base = _choose({key: v for key, v in scores.items() if key != atoms}, H, se_factor, spreads, stable_ratio,
-                       nats, diff_se)
+    if any(key[0] == "atoms" for key in scores):  # the atom-seeded stop must fit the held-out reports better
+        base = _choose({key: v for key, v in scores.items() if key[0] != "atoms"}, H, se_factor, spreads,
+                       stable_ratio, nats, diff_se)
         full = _choose_among(scores, H, se_factor, spreads, stable_ratio, nats, diff_se)
-        if full == atoms and float((H * scores[atoms]).sum()) > float((H * scores[base]).sum()):
-            return atoms
+        if full[0] == "atoms" and float((H * scores[full]).sum()) > float((H * scores[base]).sum()):
+            return full
         return base
     return _choose_among(scores, H, se_factor, spreads, stable_ratio, nats, diff_se)
 
@@ -471,7 +471,7 @@ def _fit_auto(model: _Model, c_all: np.ndarray, max_iter: int, fit, result):
         return chosen(result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0), steps), sel_evals
     if kind == "atoms":  # the atoms of every fold's MLE, with the masses of the MLE on all counts
         mle = fit(model, c_all, "em", 1e-2, max_iter).p
-        obs, A, AT, c, p, steps, text = _atom_refit(model, c_all, found["atoms"], mle, max_iter)
+        obs, A, AT, c, p, steps, text = _atom_refit(model, c_all, found["atoms"], mle, max_iter, w)
         return chosen(result(model, obs, A, AT, c, p, "em", steps, True, math.inf, 0), steps, text), sel_evals
     if kind == "ems":
         est = fit(model, c_all, "ems", _ems_refit_tol(c_all.sum()), max_iter, 1, w)
