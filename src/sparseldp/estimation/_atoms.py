@@ -82,13 +82,15 @@ def _start(k: int, idx: np.ndarray, masses: np.ndarray) -> np.ndarray:
     return p / p.sum()
 
 
-def _seeded_stop(model: _Model, obs: np.ndarray, FA, FAT, C: np.ndarray, starts: np.ndarray, max_iter: int):
+def _seeded_stop(model: _Model, obs: np.ndarray, FA, FAT, C: np.ndarray, starts: np.ndarray, max_iter: int,
+                 classic: bool = True):
     """EM from the rows of ``starts`` (``b x k``) on the columns of the counts ``C`` (``obs`` x b),
     each stopped at the discrepancy stops (at most ``min(_STOP_CAP, max_iter)`` steps): ``{0: (fits k x b,
-    steps per column) at the deviance expected under the fit, 1: the same at the classical target}``."""
+    steps per column) at the deviance expected under the fit, 1: the same at the classical target}``
+    (without ``classic``, only ``0``: the run ends at the earlier stop)."""
     Ps, st = _stopped_cols(FA, FAT, np.asarray(C, dtype=float), np.exp(model.log_cs[obs]), min(_STOP_CAP, max_iter),
-                           (), _rest_outputs(model, obs), classic="until", start=starts)
-    return {1: (Ps["classic"], Ps["classic_steps"]), 0: (Ps[1], st)}
+                           (), _rest_outputs(model, obs), classic="until" if classic else None, start=starts)
+    return {0: (Ps[1], st), **({1: (Ps["classic"], Ps["classic_steps"])} if classic else {})}
 
 
 def _fold_fits(model: _Model, obs: np.ndarray, FA, FAT, C: np.ndarray, M: np.ndarray, max_iter: int):
@@ -111,7 +113,8 @@ def _refit(model: _Model, c_all: np.ndarray, idx: np.ndarray, mle: np.ndarray, m
     FA, FAT = model.fast_columns(obs, (A, AT))
     c = c_all[obs]
     masses = _masses(mle, idx)
-    P, steps = _seeded_stop(model, obs, FA, FAT, c[:, None], _start(model.k, idx, masses)[None, :], max_iter)[which]
+    P, steps = _seeded_stop(model, obs, FA, FAT, c[:, None], _start(model.k, idx, masses)[None, :], max_iter,
+                            classic=which == 1)[which]  # the expected-deviance stop needs no run on to the classical
     return obs, A, AT, c, P[:, 0], int(steps[0]), _describe_atoms(model.lo + idx, masses)
 
 
