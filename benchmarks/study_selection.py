@@ -43,9 +43,9 @@ Rules compared:
 * ``stacking``: the mixture of the members that maximizes the held-out
   likelihood (Yao, Vehtari, Simpson and Gelman 2018) instead of one member.
 
-Since 2026-12-02 the records carry auto's atom-seeded stops (``("atoms", 0 / 1)``, ``estimation._atoms``:
-its fold fits from the MLE's fold fits, its fit on all counts; a cached record from before gets it on the
-next run), and ``auto._choose`` applies its own test (it replaces the choice made without it only where it
+Since 2026-12-02 the records carry auto's atom-seeded stops (``("atoms", 0 / 1 / 2)``, ``estimation._atoms``:
+their fold fits from the MLE's fold fits, their fits on all counts; a cached record from before gets them, or
+their current version (:data:`ATOMS_VERSION`), on the next run), and ``auto._choose`` applies its own test (it replaces the choice made without it only where it
 fits the held-out reports better).  The tables below are from runs before it; ``bench_estimators``' cases
 with it are in docs/estimation.md ("The atom-seeded stop").
 
@@ -277,21 +277,32 @@ def _case_record(i, mech, k, pop, n):
     return _atom_member(model, obs, c_all, d)
 
 
+# The version of the atom-seeded members in a record (_atom_member): 2 since 2026-12-02's second change (the run
+# to the cap, ("atoms", 2), on cheap dense channels, and the members kept past the turn there).
+ATOMS_VERSION = 2
+
+
 def _atom_member(model, obs, c_all, d):
-    """The record ``d`` with auto's atom-seeded stop (``("atoms", 1)``, ``estimation._atoms``) where the MLE's
-    fold fits have atoms on every fold: its fold fits and held-out scores, and its fit on all the counts
-    (the atoms of every fold, the masses of the MLE on all counts), as auto computes them."""
+    """The record ``d`` with auto's atom-seeded stops (``("atoms", 0 / 1 / 2)``, ``estimation._atoms``) where
+    the MLE's fold fits have common atoms: their fold fits and held-out scores, and their fits on all the
+    counts (the common atoms, the masses of the MLE on all counts), as auto computes them; ``"flow"``: whether
+    the channel is one where auto keeps them past the turn (``_em_members._with_flow``)."""
     import bench_estimators as BE
     from sparseldp.estimation.auto import _logq
     from sparseldp.estimation._atoms import _fold_fits, _refit
+    from sparseldp.estimation._em_members import _STOP_CAP, _with_flow
 
-    out = {**d, "atoms_checked": True}
+    flow = _with_flow(model, obs, _STOP_CAP)
+    keep = {key: v for key, v in d.items() if key not in ("atoms_checked",)}
+    for part in ("folds", "scores", "members", "errs"):  # an older version's members go
+        keep[part] = {key: v for key, v in d[part].items() if key[0] != "atoms"}
+    out = {**keep, "atoms_checked": ATOMS_VERSION, "flow": flow}
     if ("mle", 0) not in d["folds"]:
         return out
     A, AT = model.fast_columns(obs)
     C = d["H"].sum(axis=1, keepdims=True) - d["H"]
-    fits, idx = _fold_fits(model, obs, A, AT, C, d["folds"][("mle", 0)], 50_000)
-    for w, P in (fits or {}).items():  # the stop at the expected deviance (0) and the classical one (1)
+    fits, idx = _fold_fits(model, obs, A, AT, C, d["folds"][("mle", 0)], 50_000, flow)
+    for w, P in (fits or {}).items():  # the stop at the expected deviance (0), the classical one (1), the cap (2)
         p = _refit(model, c_all, idx, d["members"][("mle", 0)], 50_000, w)[4]
         key = ("atoms", w)
         out = {**out, "folds": {**out["folds"], key: P / P.sum(axis=0)}, "scores": {**out["scores"], key: _logq(AT, P)},
@@ -346,7 +357,7 @@ def records():
             done[i] = _with_channel(i, mech, k, pop, n, done[i])
             if cache:
                 pickle.dump(done, open(cache, "wb"))
-        elif "atoms_checked" not in done[i]:  # a record from before the atom-seeded stop: add it
+        elif done[i].get("atoms_checked") != ATOMS_VERSION:  # from before the atom-seeded stops or this version
             _, model, c_all, obs = _simulate(i, mech, k, pop, n)
             done[i] = _atom_member(model, obs, c_all, done[i])
             if cache:
@@ -450,11 +461,13 @@ def meets(d, pick):
 
 
 def _on_path(d):
-    """The record as auto's selection sees it: the MLE left off once the EM path turns down."""
+    """The record as auto's selection sees it: the MLE left off once the EM path turns down (and with it the
+    atom-seeded members, but on the channels where auto fits the MLE's folds for them anyway)."""
     from sparseldp.estimation.auto import _turned_down
 
-    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):  # the atoms members go with the MLE
-        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key != ("mle", 0) and key[0] != "atoms"}}
+    if ("mle", 0) in d["scores"] and _turned_down(d["scores"], d["H"]):
+        drop = {("mle", 0)} | ({key for key in d["scores"] if key[0] == "atoms"} if not d.get("flow") else set())
+        d = {**d, "scores": {key: v for key, v in d["scores"].items() if key not in drop}}
     return d
 
 

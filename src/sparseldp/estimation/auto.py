@@ -34,11 +34,9 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
 2b. on dense channels whose Newton step is cheap (:data:`_FLOW_COST`: the battery's domains),
    the same EM run on to the cap (``("flow", 0)``, reported as ``"em flow=20000"``) and continued
    past it, at :data:`_STOP_CAP` x 2, 4, ..., 2^10 steps (members ``("flow", j)``, reported as
-   ``"em flow=T"``).  (Until 2026-11-29 only where the cap stopped every fold's EM above the
-   classical target: 101 of the battery's 176 cases.)  ``("flow", 0)`` is plain EM, and the
-   stability switch (below) treats it as a stop member (ratio :data:`_STABLE_RATIO`).  Plain EM steps
-   there would cost seconds per 10^5 steps; the continuation integrates
-   EM's continuous-time flow ``d log p / dt = g(p) - 1`` instead
+   ``"em flow=T"``).  ``("flow", 0)`` is plain EM, and the
+   stability switch (below) treats it as a stop member (ratio :data:`_STABLE_RATIO`).  Plain EM steps there would
+   cost seconds per 10^5 steps; the continuation integrates EM's time-continuous flow ``d log p / dt = g(p) - 1`` instead
    (``_flow._em_flow``: implicit Euler and Newton; 0.1-0.3 s on 20 values
    and 1-3 s on 100 for the five folds), which stays within a TV distance of 0.003 of the EM
    iterates at the same step counts (measured from 40,000 to 640,000 steps).
@@ -76,20 +74,21 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
    10^7 reports) the cap's held-out fit was 3.06 nats below the MLE's, outside the slack, and the rule took
    the MLE's spikes (TV 0.51; with the members ``em time=40000``, TV 0.028;
    ``benchmarks/study_large_domain.py``);
-2d. where the MLE is on the path and has atoms on every fold (a value holding at least 5% of the mass and 70% of
-   the mass within 3 values of it), EM from a start with those atoms at the MLE's masses and the rest uniform,
-   stopped at the expected deviance (``("atoms", 0)``) or at the classical target (``("atoms", 1)``), reported
-   as ``"em steps=t atoms=v:m,..."`` (:mod:`._atoms`).  It replaces the choice made without it only where the rule with it picks it (it
-   comes before the flow members, which gather an atom from a flat start only by running long enough to
-   sharpen every bump too; the stability switch's ratio for it is :data:`_atoms._ATOM_STABLE_RATIO`, 2.5)
-   and its held-out log-likelihood is above that choice's (:func:`_choose`);
+2d. where the MLE's fold fits have atoms on every fold (a value holding at least 5% of the mass and 70% of the
+   mass within 3 values of it), EM from a start with those atoms at the MLE's masses and the
+   rest uniform, stopped at the expected deviance (``("atoms", 0)``), at the classical target (``("atoms", 1)``)
+   or, on the channels of item 2b, run to the cap (``("atoms", 2)``), reported as ``"em steps=t atoms=v:m,..."``
+   (:mod:`._atoms`).  It replaces the choice made without it only where the rule with it picks it (it comes
+   before the flow members; the stability switch's ratio for it is :data:`_atoms._ATOM_STABLE_RATIO`, 2.5) and
+   its held-out log-likelihood is above that choice's (:func:`_choose`);
 3. the MLE (EM to its certificate, as ``"em"``), except on sparse channels
    with more than :data:`_path._MLE_NNZ_MAX` stored entries (e.g. ``10^4`` values
    and a window of 275): there its five fold fits would take about a minute
    (one MLE on 10^8 reports: 11.7 s, 65 banded Newton steps), so the path
    ends at the discrepancy-stopped EM; ``"em"`` remains available explicitly.  The selection also leaves the
    MLE off when the EM path has turned down: the held-out log-likelihood falls from 4 to 8
-   times the stop by more than :data:`_TURN_SE` standard errors.  The MLE is
+   times the stop by more than :data:`_TURN_SE` standard errors (on the channels of item 2b its fold
+   fits are still made, for item 2d's atoms only).  The MLE is
    the limit of that same EM run, and the held-out fit of EM from a flat start
    rises and then falls (the classical early-stopping curve); once it falls the
    MLE is not chosen, and its fold fits are often the slowest part of the path
@@ -220,7 +219,7 @@ import math
 import numpy as np
 
 from ._em_members import (_FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _TIME_DOUBLINGS, _flow_fits, _rest_outputs,
-                          _stop_steps, _stopped_cols, _time_fits)
+                          _stop_steps, _stopped_cols, _time_fits, _with_flow)
 from ._atoms import _ATOM_STABLE_RATIO, _fold_fits as _atom_fold_fits, _refit as _atom_refit
 from ._path import _EMS_WEIGHTS, _STOP_MULTS, _ems_refit_tol, _mle_fits, _regularized_fits, _with_mle
 from .model import _Model
@@ -252,10 +251,10 @@ _AMBIGUOUS_TV = 0.3
 # The path, most regularized first (but for the classical stop, preferred to the expected-deviance stop
 # where both are within the slack: module docstring, item 2): ("ems", weight), ("classic", 1), ("stop",
 # multiple of the stop), ("flow", doublings beyond the cap; 0: EM at the cap), ("time", doublings beyond the
-# cap: the flow of log g by Chebyshev steps where the flow's Newton steps do not pay), ("atoms", 0 or 1) (EM from
-# the MLE's atoms on every fold, stopped at either target: _atoms; docstring, item 2d) and ("mle", 0).
+# cap: the flow of log g by Chebyshev steps where the flow's Newton steps do not pay), ("atoms", 0 / 1 / 2) (EM from
+# the MLE's atoms on the folds, stopped at either target or run to the cap: _atoms; docstring, item 2d), ("mle", 0).
 _PATH = (tuple(("ems", w) for w in _EMS_WEIGHTS) + (("classic", 1),)
-         + tuple(("stop", f) for f in (1, *_STOP_MULTS)) + (("atoms", 0), ("atoms", 1))
+         + tuple(("stop", f) for f in (1, *_STOP_MULTS)) + (("atoms", 0), ("atoms", 1), ("atoms", 2))
          + tuple(("flow", j) for j in range(_FLOW_DOUBLINGS + 1))
          + tuple(("time", j) for j in range(1, _TIME_DOUBLINGS + 1)) + (("mle", 0),))
 
@@ -305,21 +304,24 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
     """Held-out ``log q`` of every path member (outputs x folds), the held-out counts, selection evals,
     and each member's fold spread (:func:`_fold_spread`).
 
-    The MLE is fit (and scored) only where it is on the path and the EM path has not turned down
-    (:func:`_turned_down`; module docstring); with it the atom-seeded stop (:mod:`._atoms`) where the MLE
-    has atoms on every fold (their positions go to ``found["atoms"]`` for the refit on all counts)."""
+    The MLE is scored only where it is on the path and the EM path has not turned down (:func:`_turned_down`;
+    module docstring), and fit there and on cheap dense channels (``_with_flow``) for the atom-seeded stops
+    (:mod:`._atoms`; their positions go to ``found["atoms"]`` for the refit on all counts)."""
     obs = np.flatnonzero(c_all > 0)
     H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
     C = H.sum(axis=1, keepdims=True) - H
     A, AT = model.fast_columns(obs)
     fits, evals = _regularized_fits(model, obs, C, max_iter, A, AT)
     scores = _scores(fits, AT, None)
-    if _with_mle(model) and not _turned_down(scores, H):
+    down = _with_mle(model) and _turned_down(scores, H)
+    flow = _with_flow(model, obs, min(_STOP_CAP, max_iter))
+    if _with_mle(model) and (not down or flow):
         M, e, EAT = _mle_fits(model, obs, C, max_iter)
-        scores.update(_scores({("mle", 0): M}, AT, EAT))
-        fits[("mle", 0)] = M
+        if not down:
+            scores.update(_scores({("mle", 0): M}, AT, EAT))
+            fits[("mle", 0)] = M
         evals += e
-        P, atoms = _atom_fold_fits(model, obs, A, AT, C, M, max_iter)  # the MLE's atoms on every fold seed a stopped EM
+        P, atoms = _atom_fold_fits(model, obs, A, AT, C, M, max_iter, flow)  # the MLE's atoms seed a stopped EM
         if found is not None:
             found["atoms"] = atoms
         if P is not None:
