@@ -293,7 +293,7 @@ def _atom_member(model, obs, c_all, d):
     from sparseldp.estimation._em_members import _STOP_CAP, _with_flow
 
     flow = _with_flow(model, obs, _STOP_CAP)
-    keep = {key: v for key, v in d.items() if key not in ("atoms_checked",)}
+    keep = dict(d)
     for part in ("folds", "scores", "members", "errs"):  # an older version's members go
         keep[part] = {key: v for key, v in d[part].items() if key[0] != "atoms"}
     out = {**keep, "atoms_checked": ATOMS_VERSION, "flow": flow}

@@ -133,8 +133,9 @@ def _refit(model: _Model, c_all: np.ndarray, idx: np.ndarray, mle: np.ndarray, m
     FA, FAT = model.fast_columns(obs, (A, AT))
     c = c_all[obs]
     masses = _masses(mle, idx)
+    # each member's run goes only as far as it needs: the expected-deviance stop no further than itself
     P, steps = _seeded_stop(model, obs, FA, FAT, c[:, None], _start(model.k, idx, masses)[None, :], max_iter,
-                            classic=which == 1, to_cap=which == 2)[which]  # the expected-deviance stop needs no run on to the classical
+                            classic=which == 1, to_cap=which == 2)[which]
     return obs, A, AT, c, P[:, 0], int(steps[0]), _describe_atoms(model.lo + idx, masses)
 
 

@@ -34,9 +34,9 @@ Path (:data:`_PATH`, from most to least regularized, but for the classical stop 
 2b. on dense channels whose Newton step is cheap (:data:`_FLOW_COST`: the battery's domains),
    the same EM run on to the cap (``("flow", 0)``, reported as ``"em flow=20000"``) and continued
    past it, at :data:`_STOP_CAP` x 2, 4, ..., 2^10 steps (members ``("flow", j)``, reported as
-   ``"em flow=T"``).  ``("flow", 0)`` is plain EM, and the
-   stability switch (below) treats it as a stop member (ratio :data:`_STABLE_RATIO`).  Plain EM steps there would
-   cost seconds per 10^5 steps; the continuation integrates EM's time-continuous flow ``d log p / dt = g(p) - 1`` instead
+   ``"em flow=T"``).  ``("flow", 0)`` is plain EM, and the stability switch (below) treats it as a
+   stop member (ratio :data:`_STABLE_RATIO`).  Plain EM steps there would cost seconds per 10^5 steps;
+   the continuation integrates EM's time-continuous flow ``d log p / dt = g(p) - 1`` instead
    (``_flow._em_flow``: implicit Euler and Newton; 0.1-0.3 s on 20 values
    and 1-3 s on 100 for the five folds), which stays within a TV distance of 0.003 of the EM
    iterates at the same step counts (measured from 40,000 to 640,000 steps).
@@ -219,7 +219,7 @@ import math
 import numpy as np
 
 from ._em_members import (_FLOW_DOUBLINGS, _Q_FLOOR, _STOP_CAP, _TIME_DOUBLINGS, _flow_fits, _rest_outputs,
-                          _stop_steps, _stopped_cols, _time_fits, _with_flow)
+                          _stop_steps, _stopped_cols, _time_fits)
 from ._atoms import _ATOM_STABLE_RATIO, _fold_fits as _atom_fold_fits, _refit as _atom_refit
 from ._path import _EMS_WEIGHTS, _STOP_MULTS, _ems_refit_tol, _mle_fits, _regularized_fits, _with_mle
 from .model import _Model
@@ -305,7 +305,7 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
     and each member's fold spread (:func:`_fold_spread`).
 
     The MLE is scored only where it is on the path and the EM path has not turned down (:func:`_turned_down`;
-    module docstring), and fit there and on cheap dense channels (``_with_flow``) for the atom-seeded stops
+    module docstring), and fit there and where the path ran EM to the cap (item 2b) for the atom-seeded stops
     (:mod:`._atoms`; their positions go to ``found["atoms"]`` for the refit on all counts)."""
     obs = np.flatnonzero(c_all > 0)
     H = _split(c_all[obs], folds).astype(float)  # held-out fold counts, one column per fold
@@ -313,9 +313,9 @@ def _select(model: _Model, c_all: np.ndarray, max_iter: int, folds: int = _FOLDS
     A, AT = model.fast_columns(obs)
     fits, evals = _regularized_fits(model, obs, C, max_iter, A, AT)
     scores = _scores(fits, AT, None)
+    flow = ("flow", 0) in fits  # the path ran EM to the cap here (_em_members._with_flow's channels)
     down = _with_mle(model) and _turned_down(scores, H)
-    flow = _with_flow(model, obs, min(_STOP_CAP, max_iter))
-    if _with_mle(model) and (not down or flow):
+    if _with_mle(model) and (flow or not down):
         M, e, EAT = _mle_fits(model, obs, C, max_iter)
         if not down:
             scores.update(_scores({("mle", 0): M}, AT, EAT))
